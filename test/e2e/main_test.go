@@ -1,0 +1,165 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Suite-wide settings.
+const (
+	// pollInterval is how often wait helpers look at the cluster.
+	pollInterval = 200 * time.Millisecond
+	// defaultTimeout bounds every wait for the cluster to converge.
+	defaultTimeout = 90 * time.Second
+	// keepClusterEnv, set to 1, leaves a cluster the suite started running.
+	keepClusterEnv = "PLIMSOLL_KEEP_CLUSTER"
+)
+
+// suite is what every test shares: the repository root and a client for the
+// local control plane. It is set once by TestMain, before any test runs.
+var suite struct {
+	root       string
+	kubeconfig string
+	kubectl    string
+	client     kubernetes.Interface
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: find repository root:", err)
+		return 1
+	}
+	suite.root = root
+	suite.kubeconfig = filepath.Join(root, ".cluster", "kubeconfig")
+	suite.kubectl = filepath.Join(root, ".cluster", "bin", "kubectl")
+
+	started := false
+	if err := exec.Command(clusterScript(), "status").Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: no local control plane running; starting one")
+		up := exec.Command(clusterScript(), "up")
+		up.Stdout, up.Stderr = os.Stderr, os.Stderr
+		if err := up.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: start the local control plane:", err)
+			return 1
+		}
+		started = true
+	}
+	if started && os.Getenv(keepClusterEnv) != "1" {
+		defer func() {
+			down := exec.Command(clusterScript(), "down")
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			if err := down.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e: stop the local control plane:", err)
+			}
+		}()
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: load kubeconfig:", err)
+		return 1
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	suite.client, err = kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build client:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func clusterScript() string { return filepath.Join(suite.root, "hack", "cluster") }
+
+// newNamespace creates a namespace of its own for one test and deletes it
+// when the test ends.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"}}
+	ns, err := suite.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		err := suite.client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		if err != nil {
+			t.Logf("delete namespace %s: %v", ns.Name, err)
+		}
+	})
+	// Pods are admitted only once the namespace's default ServiceAccount
+	// exists; the controller manager creates it.
+	waitFor(t, "default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := suite.client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	return ns.Name
+}
+
+// waitFor polls cond until it reports true, failing the test after
+// defaultTimeout. describe says what was awaited, for the failure message.
+func waitFor(t *testing.T, describe string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
+	defer cancel()
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for %s: %v (last error: %v)", describe, err, lastErr)
+	}
+}
+
+// holdsFor checks that cond stays true for the whole of d, polling; it fails
+// the test on the first poll where it does not. It is used to show that a
+// state is stable (a stalled rollout stays stalled), not to time anything.
+func holdsFor(t *testing.T, describe string, d time.Duration, cond func(ctx context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := cond(ctx); err != nil {
+			t.Fatalf("%s no longer holds: %v", describe, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// kubectl runs the kubectl built by hack/cluster against the local control
+// plane and returns its combined output, failing the test on error.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(suite.kubectl, append([]string{"--kubeconfig", suite.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
