@@ -1,0 +1,250 @@
+// Package inventory keeps the record of one sync in a ConfigMap: the objects
+// it applied (which prune uses) in the data, and the sync status in
+// annotations (SPEC §5). The record is read once per sync and written at
+// most once, only when it changed.
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Keys and names of the sync record.
+const (
+	// NamePrefix starts the name of every sync's ConfigMap:
+	// plimsoll-sync-<sync name>.
+	NamePrefix = "plimsoll-sync-"
+
+	// AnnotationStatus holds Synced, Failed or Held.
+	AnnotationStatus = "plimsoll.dev/sync-status"
+	// AnnotationCommit is the last commit applied in full.
+	AnnotationCommit = "plimsoll.dev/commit"
+	// AnnotationFetchedCommit is the last commit fetched from the remote.
+	AnnotationFetchedCommit = "plimsoll.dev/fetched-commit"
+	// AnnotationMessage is one human line about the last sync.
+	AnnotationMessage = "plimsoll.dev/message"
+	// AnnotationStaleSince is set while the source cannot be read: the time
+	// (RFC 3339) of the first failure, so users see how stale the cluster is.
+	AnnotationStaleSince = "plimsoll.dev/stale-since"
+
+	// LabelManagedBy marks the ConfigMap as plimsoll's.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelSyncName carries the sync's name on its ConfigMap.
+	LabelSyncName = "plimsoll.dev/sync"
+
+	// DataInventory is the data key of the inventory: one applied object a
+	// line, "<hash> <apiVersion> <kind> <namespace or -> <name>", sorted.
+	DataInventory = "inventory"
+
+	managedBy   = "plimsoll"
+	noNamespace = "-"
+)
+
+// States of a sync.
+const (
+	StateSynced = "Synced"
+	StateFailed = "Failed"
+	StateHeld   = "Held"
+)
+
+// Entry is one object the sync applied.
+type Entry struct {
+	APIVersion string
+	Kind       string
+	Namespace  string // empty for cluster-scoped objects
+	Name       string
+	// Hash is the digest of the desired object as last applied; a sync
+	// whose desired object hashes the same need not write it again.
+	Hash string
+}
+
+// Ref names an object independently of its API version, so an object that
+// moves from one version of its group to another stays the same object.
+type Ref struct {
+	Group, Kind, Namespace, Name string
+}
+
+// String is "Kind namespace/name" with the group when there is one, e.g.
+// "Deployment.apps default/web" or "Namespace team-a".
+func (r Ref) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Ref is the entry's object reference.
+func (e Entry) Ref() Ref {
+	gv, _ := schema.ParseGroupVersion(e.APIVersion)
+	return Ref{Group: gv.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
+}
+
+// Inventory is the set of objects a sync applied, by reference.
+type Inventory map[Ref]Entry
+
+// Status is the sync status shown on the ConfigMap.
+type Status struct {
+	State         string
+	Commit        string
+	FetchedCommit string
+	Message       string
+	StaleSince    string
+}
+
+// Record is everything a sync keeps between runs.
+type Record struct {
+	Status    Status
+	Inventory Inventory
+}
+
+// Store reads and writes one sync's record.
+type Store struct {
+	client    kubernetes.Interface
+	namespace string
+	name      string
+	syncName  string
+}
+
+// NewStore returns the store of sync syncName, kept in namespace.
+func NewStore(client kubernetes.Interface, namespace, syncName string) *Store {
+	return &Store{client: client, namespace: namespace, name: NamePrefix + syncName, syncName: syncName}
+}
+
+// Object names the ConfigMap, for Events about the sync.
+func (s *Store) Object() *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: s.namespace, Name: s.name}
+}
+
+// Load reads the record. A sync that never ran has an empty record.
+func (s *Store) Load(ctx context.Context) (Record, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Record{Inventory: Inventory{}}, nil
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("read sync record %s/%s: %w", s.namespace, s.name, err)
+	}
+	return decode(cm)
+}
+
+// Save writes rec if it differs from what is stored, and reports whether
+// it wrote.
+func (s *Store) Save(ctx context.Context, rec Record) (bool, error) {
+	configMaps := s.client.CoreV1().ConfigMaps(s.namespace)
+	cm, err := configMaps.Get(ctx, s.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.namespace}}
+		encode(cm, s.syncName, rec)
+		if _, err := configMaps.Create(ctx, cm, metav1.CreateOptions{FieldManager: managedBy}); err != nil {
+			return false, fmt.Errorf("create sync record %s/%s: %w", s.namespace, s.name, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read sync record %s/%s: %w", s.namespace, s.name, err)
+	}
+	updated := cm.DeepCopy()
+	encode(updated, s.syncName, rec)
+	if maps.Equal(updated.Annotations, cm.Annotations) && maps.Equal(updated.Data, cm.Data) &&
+		maps.Equal(updated.Labels, cm.Labels) {
+		return false, nil
+	}
+	if _, err := configMaps.Update(ctx, updated, metav1.UpdateOptions{FieldManager: managedBy}); err != nil {
+		return false, fmt.Errorf("update sync record %s/%s: %w", s.namespace, s.name, err)
+	}
+	return true, nil
+}
+
+func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[LabelManagedBy] = managedBy
+	cm.Labels[LabelSyncName] = syncName
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	set := func(key, value string) {
+		if value == "" {
+			delete(cm.Annotations, key)
+			return
+		}
+		cm.Annotations[key] = value
+	}
+	set(AnnotationStatus, rec.Status.State)
+	set(AnnotationCommit, rec.Status.Commit)
+	set(AnnotationFetchedCommit, rec.Status.FetchedCommit)
+	set(AnnotationMessage, rec.Status.Message)
+	set(AnnotationStaleSince, rec.Status.StaleSince)
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[DataInventory] = rec.Inventory.String()
+}
+
+func decode(cm *corev1.ConfigMap) (Record, error) {
+	a := cm.Annotations
+	rec := Record{Status: Status{
+		State:         a[AnnotationStatus],
+		Commit:        a[AnnotationCommit],
+		FetchedCommit: a[AnnotationFetchedCommit],
+		Message:       a[AnnotationMessage],
+		StaleSince:    a[AnnotationStaleSince],
+	}}
+	inv, err := ParseInventory(cm.Data[DataInventory])
+	if err != nil {
+		return Record{}, fmt.Errorf("read inventory of %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	rec.Inventory = inv
+	return rec, nil
+}
+
+// String encodes the inventory as sorted lines (see DataInventory).
+func (inv Inventory) String() string {
+	lines := make([]string, 0, len(inv))
+	for _, e := range inv {
+		ns := e.Namespace
+		if ns == "" {
+			ns = noNamespace
+		}
+		lines = append(lines, strings.Join([]string{e.Hash, e.APIVersion, e.Kind, ns, e.Name}, " "))
+	}
+	slices.Sort(lines)
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// ParseInventory decodes what Inventory.String encodes.
+func ParseInventory(s string) (Inventory, error) {
+	inv := Inventory{}
+	for i, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 5 {
+			return nil, fmt.Errorf("line %d: want 5 fields (hash apiVersion kind namespace name), got %d", i+1, len(f))
+		}
+		e := Entry{Hash: f[0], APIVersion: f[1], Kind: f[2], Namespace: f[3], Name: f[4]}
+		if e.Namespace == noNamespace {
+			e.Namespace = ""
+		}
+		inv[e.Ref()] = e
+	}
+	return inv, nil
+}

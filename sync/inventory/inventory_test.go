@@ -1,0 +1,100 @@
+package inventory
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestInventoryRoundTrip(t *testing.T) {
+	inv := Inventory{}
+	for _, e := range []Entry{
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web", Hash: "aa"},
+		{APIVersion: "v1", Kind: "Namespace", Name: "team-a", Hash: "bb"},
+	} {
+		inv[e.Ref()] = e
+	}
+	text := inv.String()
+	want := "aa apps/v1 Deployment default web\nbb v1 Namespace - team-a\n"
+	if text != want {
+		t.Fatalf("Inventory.String() = %q, want %q", text, want)
+	}
+	back, err := ParseInventory(text)
+	if err != nil {
+		t.Fatalf("ParseInventory: %v", err)
+	}
+	if len(back) != 2 || back[Ref{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "web"}].Hash != "aa" ||
+		back[Ref{Kind: "Namespace", Name: "team-a"}].Hash != "bb" {
+		t.Errorf("ParseInventory(%q) = %v", text, back)
+	}
+	if _, err := ParseInventory("aa v1 ConfigMap\n"); err == nil || !strings.Contains(err.Error(), "line 1: want 5 fields") {
+		t.Errorf("ParseInventory of a short line: error %v, want it to name line 1 and the fields", err)
+	}
+}
+
+func TestRefString(t *testing.T) {
+	tests := []struct {
+		name string
+		ref  Ref
+		want string
+	}{
+		{name: "namespaced with group", ref: Ref{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "web"}, want: "Deployment.apps default/web"},
+		{name: "core namespaced", ref: Ref{Kind: "ConfigMap", Namespace: "x", Name: "cfg"}, want: "ConfigMap x/cfg"},
+		{name: "cluster-scoped", ref: Ref{Kind: "Namespace", Name: "team-a"}, want: "Namespace team-a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.ref.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSaveSkipsUnchangedRecord checks the write-once rule: saving the record
+// that is already stored makes no write. The fake clientset only counts the
+// calls here; the e2e suite shows the same against a real API server.
+func TestSaveSkipsUnchangedRecord(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	store := NewStore(client, "plimsoll", "default")
+	rec := Record{Status: Status{State: StateSynced, Commit: "abc", FetchedCommit: "abc", Message: "applied"}, Inventory: Inventory{}}
+
+	wrote, err := store.Save(ctx, rec)
+	if err != nil || !wrote {
+		t.Fatalf("first Save = %v, %v; want a write", wrote, err)
+	}
+	client.ClearActions()
+	wrote, err = store.Save(ctx, rec)
+	if err != nil || wrote {
+		t.Fatalf("second Save of the same record = %v, %v; want no write", wrote, err)
+	}
+	for _, a := range client.Actions() {
+		if _, ok := a.(k8stesting.UpdateAction); ok {
+			t.Errorf("unchanged record was written: %v", a)
+		}
+	}
+
+	rec.Status.Message = "applied again"
+	if wrote, err := store.Save(ctx, rec); err != nil || !wrote {
+		t.Fatalf("Save of a changed record = %v, %v; want a write", wrote, err)
+	}
+	got, err := store.Load(ctx)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got.Status != rec.Status {
+		t.Errorf("Load().Status = %+v, want %+v", got.Status, rec.Status)
+	}
+	cm, err := client.CoreV1().ConfigMaps("plimsoll").Get(ctx, "plimsoll-sync-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Annotations[AnnotationStatus] != StateSynced || cm.Labels[LabelSyncName] != "default" {
+		t.Errorf("ConfigMap annotations %v labels %v", cm.Annotations, cm.Labels)
+	}
+}
