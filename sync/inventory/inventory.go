@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+
+	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
 // Keys and names of the sync record.
@@ -67,33 +69,16 @@ type Entry struct {
 	Hash string
 }
 
-// Ref names an object independently of its API version, so an object that
-// moves from one version of its group to another stays the same object.
-type Ref struct {
-	Group, Kind, Namespace, Name string
-}
-
-// String is "Kind namespace/name" with the group when there is one, e.g.
-// "Deployment.apps default/web" or "Namespace team-a".
-func (r Ref) String() string {
-	kind := r.Kind
-	if r.Group != "" {
-		kind += "." + r.Group
-	}
-	if r.Namespace == "" {
-		return kind + " " + r.Name
-	}
-	return kind + " " + r.Namespace + "/" + r.Name
-}
-
-// Ref is the entry's object reference.
-func (e Entry) Ref() Ref {
+// Key is the entry's object key.
+func (e Entry) Key() manifest.Key {
 	gv, _ := schema.ParseGroupVersion(e.APIVersion)
-	return Ref{Group: gv.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
+	return manifest.Key{Group: gv.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 }
 
-// Inventory is the set of objects a sync applied, by reference.
-type Inventory map[Ref]Entry
+// Inventory is the set of objects a sync applied, by key. The key leaves
+// out the API version, so an object that moves from one version of its
+// group to another stays the same object.
+type Inventory map[manifest.Key]Entry
 
 // Status is the sync status shown on the ConfigMap.
 type Status struct {
@@ -244,7 +229,7 @@ func ParseInventory(s string) (Inventory, error) {
 		if e.Namespace == noNamespace {
 			e.Namespace = ""
 		}
-		inv[e.Ref()] = e
+		inv[e.Key()] = e
 	}
 	return inv, nil
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
 func TestInventoryRoundTrip(t *testing.T) {
@@ -16,7 +18,7 @@ func TestInventoryRoundTrip(t *testing.T) {
 		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web", Hash: "aa"},
 		{APIVersion: "v1", Kind: "Namespace", Name: "team-a", Hash: "bb"},
 	} {
-		inv[e.Ref()] = e
+		inv[e.Key()] = e
 	}
 	text := inv.String()
 	want := "aa apps/v1 Deployment default web\nbb v1 Namespace - team-a\n"
@@ -27,31 +29,12 @@ func TestInventoryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseInventory: %v", err)
 	}
-	if len(back) != 2 || back[Ref{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "web"}].Hash != "aa" ||
-		back[Ref{Kind: "Namespace", Name: "team-a"}].Hash != "bb" {
+	if len(back) != 2 || back[manifest.Key{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "web"}].Hash != "aa" ||
+		back[manifest.Key{Kind: "Namespace", Name: "team-a"}].Hash != "bb" {
 		t.Errorf("ParseInventory(%q) = %v", text, back)
 	}
 	if _, err := ParseInventory("aa v1 ConfigMap\n"); err == nil || !strings.Contains(err.Error(), "line 1: want 5 fields") {
 		t.Errorf("ParseInventory of a short line: error %v, want it to name line 1 and the fields", err)
-	}
-}
-
-func TestRefString(t *testing.T) {
-	tests := []struct {
-		name string
-		ref  Ref
-		want string
-	}{
-		{name: "namespaced with group", ref: Ref{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "web"}, want: "Deployment.apps default/web"},
-		{name: "core namespaced", ref: Ref{Kind: "ConfigMap", Namespace: "x", Name: "cfg"}, want: "ConfigMap x/cfg"},
-		{name: "cluster-scoped", ref: Ref{Kind: "Namespace", Name: "team-a"}, want: "Namespace team-a"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.ref.String(); got != tt.want {
-				t.Errorf("String() = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 

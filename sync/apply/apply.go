@@ -1,0 +1,337 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"plimsoll.dev/plimsoll/sync/manifest"
+)
+
+// Waits of the applier.
+const (
+	// establishTimeout bounds the wait for applied CRDs to be served.
+	establishTimeout = 60 * time.Second
+	// recreateTimeout bounds the wait for a forced object to be gone
+	// before it is created again.
+	recreateTimeout = 60 * time.Second
+	pollInterval    = 250 * time.Millisecond
+)
+
+// Change is what happened to one object.
+type Change struct {
+	Key manifest.Key
+	// Action is ActionCreate, ActionUpdate, ActionRestore, ActionNone (the
+	// server found nothing to change) or ActionDelete.
+	Action Action
+	// Item is the applied item (nil for deletions).
+	Item *Item
+}
+
+// Result is what Apply did.
+type Result struct {
+	// Changes holds one entry per written object, in write order.
+	Changes []Change
+	// Applied holds every item that is now as desired in the cluster: the
+	// written ones and those that needed no write. Items skipped by the
+	// caller's filter are not in it.
+	Applied []*Item
+}
+
+// Apply writes the plan. First every write that can be checked now is
+// dry-run on the server; if any fails, nothing is written and the joined
+// errors name each object's file and document. Then Namespaces and CRDs are
+// applied and the CRDs awaited, the objects that depended on them (custom
+// resources of a new CRD, objects in a new namespace) are dry-run in turn,
+// and the rest is applied.
+//
+// Items for which skip returns true are dry-run but not applied: the caller
+// hands them elsewhere (the rollout controller takes the Deployments).
+func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) (Result, error) {
+	var res Result
+	newNamespaces := map[string]bool{}
+	for _, it := range plan.Items {
+		if isNamespace(it) && it.Action == ActionCreate {
+			newNamespaces[it.Object.Obj.GetName()] = true
+		}
+	}
+	var now, later []*Item
+	for _, it := range plan.Writes() {
+		if it.Mapping == nil || newNamespaces[it.Object.Obj.GetNamespace()] {
+			later = append(later, it)
+		} else {
+			now = append(now, it)
+		}
+	}
+	if err := a.dryRun(ctx, now); err != nil {
+		return res, err
+	}
+
+	var first, second []*Item
+	for _, it := range now {
+		if isNamespace(it) || isCRD(it) {
+			first = append(first, it)
+		} else {
+			second = append(second, it)
+		}
+	}
+	changes, err := a.applyAll(ctx, first)
+	res.Changes = append(res.Changes, changes...)
+	if err != nil {
+		return res, err
+	}
+	if err := a.awaitCRDs(ctx, first); err != nil {
+		return res, err
+	}
+	if len(later) > 0 {
+		if err := a.remap(later); err != nil {
+			return res, err
+		}
+		if err := a.dryRun(ctx, later); err != nil {
+			return res, err
+		}
+		second = append(second, later...)
+	}
+
+	var toWrite []*Item
+	for _, it := range second {
+		if skip == nil || !skip(it) {
+			toWrite = append(toWrite, it)
+		}
+	}
+	changes, err = a.applyAll(ctx, toWrite)
+	res.Changes = append(res.Changes, changes...)
+	written := map[*Item]bool{}
+	for _, c := range res.Changes {
+		written[c.Item] = true
+	}
+	for _, it := range plan.Items {
+		if (it.Action == ActionNone || written[it]) && (skip == nil || !skip(it)) {
+			res.Applied = append(res.Applied, it)
+		}
+	}
+	return res, err
+}
+
+// dryRun applies every item with dryRun=All, concurrently, and joins the
+// failures. A forced item whose change touches an immutable field is marked
+// for recreation instead of failing.
+func (a *Applier) dryRun(ctx context.Context, items []*Item) error {
+	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
+		_, err := a.patch(ctx, it, true)
+		if err == nil {
+			return nil
+		}
+		if isImmutable(err) && it.Object.Obj.GetAnnotations()[AnnotationForce] == "true" {
+			it.Action = ActionCreate
+			it.recreate = true
+			return nil
+		}
+		return rejection(it, "dry-run", err)
+	})
+}
+
+// applyAll applies items concurrently and returns what changed, in item
+// order.
+func (a *Applier) applyAll(ctx context.Context, items []*Item) ([]Change, error) {
+	changes := make([]Change, len(items))
+	index := make(map[*Item]int, len(items))
+	for i, it := range items {
+		index[it] = i
+	}
+	err := a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
+		if it.recreate {
+			if err := a.deleteAndWait(ctx, it); err != nil {
+				return err
+			}
+			it.Live = nil
+		}
+		applied, err := a.patch(ctx, it, false)
+		if err != nil {
+			return rejection(it, "apply", err)
+		}
+		action := it.Action
+		if it.Live != nil && applied.GetResourceVersion() == it.Live.GetResourceVersion() {
+			action = ActionNone
+		}
+		changes[index[it]] = Change{Key: it.Key(), Action: action, Item: it}
+		return nil
+	})
+	out := changes[:0]
+	for _, c := range changes {
+		if c.Item != nil {
+			out = append(out, c)
+		}
+	}
+	return out, err
+}
+
+func (a *Applier) patch(ctx context.Context, it *Item, dryRun bool) (*unstructured.Unstructured, error) {
+	opts := metav1.ApplyOptions{FieldManager: a.cfg.FieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return a.resource(it).Apply(ctx, it.Object.Obj.GetName(), it.Object.Obj, opts)
+}
+
+func (a *Applier) resource(it *Item) dynamic.ResourceInterface {
+	r := a.cfg.Dynamic.Resource(it.Mapping.Resource)
+	if it.Mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return r.Namespace(it.Object.Obj.GetNamespace())
+	}
+	return r
+}
+
+// deleteAndWait deletes a forced object and waits until it is gone, so that
+// it can be created again with its new immutable fields.
+func (a *Applier) deleteAndWait(ctx context.Context, it *Item) error {
+	client := a.resource(it)
+	name := it.Object.Obj.GetName()
+	policy := metav1.DeletePropagationBackground
+	err := client.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s to recreate it (%s): %w", it.Key(), it.Object.Origin, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, recreateTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s to be deleted before recreating it: %w", it.Key(), err)
+	}
+	return nil
+}
+
+// awaitCRDs waits until every applied CRD is Established, then forgets the
+// cached discovery so that their kinds map.
+func (a *Applier) awaitCRDs(ctx context.Context, items []*Item) error {
+	var crds []*Item
+	for _, it := range items {
+		if isCRD(it) {
+			crds = append(crds, it)
+		}
+	}
+	if len(crds) == 0 {
+		return nil
+	}
+	for _, it := range crds {
+		name := it.Object.Obj.GetName()
+		err := wait.PollUntilContextTimeout(ctx, pollInterval, establishTimeout, true, func(ctx context.Context) (bool, error) {
+			crd, err := a.resource(it).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			return conditionTrue(crd, "Established"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("wait for CustomResourceDefinition %s to be established (%s): %w", name, it.Object.Origin, err)
+		}
+	}
+	a.cfg.Mapper.Reset()
+	return nil
+}
+
+// remap maps the items whose kinds were not served at plan time.
+func (a *Applier) remap(items []*Item) error {
+	for _, it := range items {
+		if it.Mapping != nil {
+			continue
+		}
+		gvk := it.Object.Obj.GroupVersionKind()
+		mapping, err := a.cfg.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return &manifest.Error{Origin: it.Object.Origin, Field: "kind",
+				Reason: fmt.Sprintf("%s is not served even after its CustomResourceDefinition was applied: %v", gvk.Kind, err)}
+		}
+		it.Mapping = mapping
+	}
+	return nil
+}
+
+// forEach runs fn on every item with at most Workers at once and joins the
+// errors. It does not stop at the first failure: a user fixing a commit
+// wants every problem at once.
+func (a *Applier) forEach(ctx context.Context, items []*Item, fn func(context.Context, *Item) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, a.cfg.Workers)
+	)
+	for _, it := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return errors.Join(append(errs, ctx.Err())...)
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(ctx, it); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// rejection turns an API error about an item into a bad-input error that
+// names the file, the document and, where the API server gives one, the
+// field.
+func rejection(it *Item, action string, err error) error {
+	field := ""
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && len(d.Causes) > 0 {
+			field = d.Causes[0].Field
+		}
+	}
+	reason := fmt.Sprintf("%s %s: %v", action, it.Key(), err)
+	if isImmutable(err) {
+		reason += fmt.Sprintf(" (set annotation %s: \"true\" on it to delete and recreate it)", AnnotationForce)
+	}
+	return &manifest.Error{Origin: it.Object.Origin, Field: field, Reason: reason}
+}
+
+func isImmutable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
+}
+
+func isNamespaceGone(err error) bool {
+	return apierrors.IsNotFound(err)
+}
+
+func isNamespace(it *Item) bool {
+	gvk := it.Object.Obj.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Namespace"
+}
+
+func isCRD(it *Item) bool {
+	gvk := it.Object.Obj.GroupVersionKind()
+	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}
+
+func conditionTrue(obj *unstructured.Unstructured, condition string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == condition {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}

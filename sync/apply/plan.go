@@ -1,0 +1,262 @@
+// Package apply writes a validated set of objects to the cluster with
+// server-side apply, safely: it plans which objects need a write, dry-runs
+// every write on the server before making any, applies in stages
+// (Namespaces and CRDs first), and prunes what left Git.
+//
+// An object is written only when Git changed it since the last sync (its
+// hash differs from the inventory's) or when the live object drifted from
+// it; every other object is left alone, so its resourceVersion stays the
+// same and a no-op sync costs one list per kind and namespace.
+package apply
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
+)
+
+// Keys, labels and defaults of the applier.
+const (
+	// LabelSync carries the sync's name on every object it applied.
+	LabelSync = "plimsoll.dev/sync"
+	// AnnotationForce, "true" on an object in Git, lets the applier delete
+	// and recreate it when a change touches an immutable field.
+	AnnotationForce = "plimsoll.dev/force"
+	// AnnotationPrune, "disabled" on a live object, keeps it when it leaves
+	// Git.
+	AnnotationPrune = "plimsoll.dev/prune"
+	// pruneDisabled is the AnnotationPrune value that keeps an object.
+	pruneDisabled = "disabled"
+
+	// DefaultFieldManager is the server-side apply field manager.
+	DefaultFieldManager = "plimsoll"
+	// DefaultWorkers is how many requests run at once.
+	DefaultWorkers = 8
+
+	// hashBytes is the length of an object hash in bytes (80 bits: no
+	// collision among the objects of one repository in practice).
+	hashBytes = 10
+)
+
+// Action is what a sync does, or would do, to one object.
+type Action string
+
+// Actions of a plan and of a change set.
+const (
+	// ActionCreate: the object does not exist yet.
+	ActionCreate Action = "create"
+	// ActionUpdate: Git changed the object since the last sync.
+	ActionUpdate Action = "update"
+	// ActionRestore: the live object drifted from Git.
+	ActionRestore Action = "restore"
+	// ActionNone: the live object matches Git; nothing is written.
+	ActionNone Action = "none"
+	// ActionDelete: the object left Git and is pruned.
+	ActionDelete Action = "delete"
+)
+
+// Config wires an Applier.
+type Config struct {
+	// Dynamic is the client for every kind.
+	Dynamic dynamic.Interface
+	// Mapper maps kinds to resources; reset after CRDs are applied.
+	Mapper meta.ResettableRESTMapper
+	// SyncName is set as the LabelSync value on every applied object.
+	SyncName string
+	// FieldManager defaults to DefaultFieldManager.
+	FieldManager string
+	// Workers defaults to DefaultWorkers.
+	Workers int
+}
+
+// Applier plans, dry-runs, applies and prunes. It is safe for one sync at a
+// time.
+type Applier struct {
+	cfg Config
+}
+
+// New returns an Applier.
+func New(cfg Config) *Applier {
+	if cfg.FieldManager == "" {
+		cfg.FieldManager = DefaultFieldManager
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	return &Applier{cfg: cfg}
+}
+
+// Item is one desired object and what the plan does with it.
+type Item struct {
+	Object manifest.Object
+	// Hash is the digest of the desired object (see Hash).
+	Hash string
+	// Live is the object in the cluster, nil if it does not exist.
+	Live *unstructured.Unstructured
+	// Mapping is nil while the kind is not served yet (its CRD is in the
+	// same commit); such an item is mapped again after the CRDs are applied.
+	Mapping *meta.RESTMapping
+	Action  Action
+
+	// recreate is set by the dry-run when a forced object must be deleted
+	// and created again to change an immutable field.
+	recreate bool
+}
+
+// Key names the item's object.
+func (it *Item) Key() manifest.Key { return it.Object.Key() }
+
+// Plan is what one sync will do.
+type Plan struct {
+	// Items holds every desired object, in the order they were given.
+	Items []*Item
+	// Prune holds the inventory entries that left Git.
+	Prune []inventory.Entry
+}
+
+// Writes returns the items that need a write, in plan order.
+func (p *Plan) Writes() []*Item {
+	var out []*Item
+	for _, it := range p.Items {
+		if it.Action != ActionNone {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Plan labels every desired object with the sync's name, hashes it, reads
+// the live objects, and decides what each needs. desired must be validated
+// (names and namespaces set).
+func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory) (*Plan, error) {
+	plan := &Plan{}
+	wanted := make(map[manifest.Key]bool, len(desired))
+	for _, obj := range desired {
+		labels := obj.Obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelSync] = a.cfg.SyncName
+		obj.Obj.SetLabels(labels)
+		hash, err := Hash(obj.Obj.Object)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", obj.Origin, err)
+		}
+		it := &Item{Object: obj, Hash: hash}
+		mapping, err := a.cfg.Mapper.RESTMapping(obj.Obj.GroupVersionKind().GroupKind(), obj.Obj.GroupVersionKind().Version)
+		switch {
+		case meta.IsNoMatchError(err):
+			// Validation let it through, so its CRD is in this commit.
+		case err != nil:
+			return nil, fmt.Errorf("map %s (%s): %w", it.Key(), obj.Origin, err)
+		default:
+			it.Mapping = mapping
+		}
+		plan.Items = append(plan.Items, it)
+		wanted[it.Key()] = true
+	}
+
+	live, err := a.readLive(ctx, plan.Items)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range plan.Items {
+		it.Live = live[it.Key()]
+		prev, known := inv[it.Key()]
+		switch {
+		case it.Live == nil:
+			it.Action = ActionCreate
+		case !known || prev.Hash != it.Hash:
+			it.Action = ActionUpdate
+		case !InSync(it.Live.Object, it.Object.Obj.Object):
+			it.Action = ActionRestore
+		default:
+			it.Action = ActionNone
+		}
+	}
+
+	for ref, e := range inv {
+		if !wanted[ref] {
+			plan.Prune = append(plan.Prune, e)
+		}
+	}
+	slices.SortFunc(plan.Prune, func(x, y inventory.Entry) int {
+		return compareKeys(x.Key(), y.Key())
+	})
+	return plan, nil
+}
+
+// readLive lists, once per resource and namespace, the objects this sync
+// labelled, and returns those that are desired, by reference. Listing by
+// label keeps the cost of a no-op sync at a handful of requests however
+// many objects there are.
+func (a *Applier) readLive(ctx context.Context, items []*Item) (map[manifest.Key]*unstructured.Unstructured, error) {
+	type scope struct {
+		gvr       schema.GroupVersionResource
+		namespace string
+	}
+	scopes := map[scope]bool{}
+	for _, it := range items {
+		if it.Mapping == nil {
+			continue
+		}
+		s := scope{gvr: it.Mapping.Resource}
+		if it.Mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			s.namespace = it.Object.Obj.GetNamespace()
+		}
+		scopes[s] = true
+	}
+	selector := metav1.ListOptions{LabelSelector: LabelSync + "=" + a.cfg.SyncName}
+	live := map[manifest.Key]*unstructured.Unstructured{}
+	for s := range scopes {
+		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.gvr)
+		if s.namespace != "" {
+			client = a.cfg.Dynamic.Resource(s.gvr).Namespace(s.namespace)
+		}
+		list, err := client.List(ctx, selector)
+		if err != nil {
+			if isNamespaceGone(err) {
+				continue // the namespace is created by this sync
+			}
+			return nil, fmt.Errorf("list %s in %q: %w", s.gvr.Resource, s.namespace, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			live[manifest.Object{Obj: obj}.Key()] = obj
+		}
+	}
+	return live, nil
+}
+
+// EntryOf is the inventory entry of an applied item.
+func EntryOf(it *Item) inventory.Entry {
+	obj := it.Object.Obj
+	return inventory.Entry{
+		APIVersion: obj.GetAPIVersion(),
+		Kind:       obj.GetKind(),
+		Namespace:  obj.GetNamespace(),
+		Name:       obj.GetName(),
+		Hash:       it.Hash,
+	}
+}
+
+func compareKeys(x, y manifest.Key) int {
+	for _, c := range [][2]string{{x.Group, y.Group}, {x.Kind, y.Kind}, {x.Namespace, y.Namespace}, {x.Name, y.Name}} {
+		if c[0] != c[1] {
+			if c[0] < c[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
