@@ -22,10 +22,10 @@ func main() {
 // newRootCommand builds the plimsoll command tree.
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "plimsoll",
-		Short:         "GitOps daemon with an embedded rollout controller",
+		Use:          "plimsoll",
+		Short:        "GitOps daemon with an embedded rollout controller",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand())
 	return root
 }

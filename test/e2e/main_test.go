@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -35,7 +36,9 @@ var suite struct {
 	root       string
 	kubeconfig string
 	kubectl    string
+	plimsoll   string
 	client     kubernetes.Interface
+	dynamic    dynamic.Interface
 }
 
 func TestMain(m *testing.M) {
@@ -73,6 +76,20 @@ func runSuite(m *testing.M) int {
 		}()
 	}
 
+	binDir, err := os.MkdirTemp("", "plimsoll-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: make bin dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	suite.plimsoll = filepath.Join(binDir, "plimsoll")
+	build := exec.Command("go", "build", "-o", suite.plimsoll, "./cmd/plimsoll")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build plimsoll: %v\n%s", err, out)
+		return 1
+	}
+
 	cfg, err := clientcmd.BuildConfigFromFlags("", suite.kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: load kubeconfig:", err)
@@ -80,6 +97,9 @@ func runSuite(m *testing.M) int {
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	suite.client, err = kubernetes.NewForConfig(cfg)
+	if err == nil {
+		suite.dynamic, err = dynamic.NewForConfig(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build client:", err)
 		return 1

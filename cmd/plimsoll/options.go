@@ -1,0 +1,213 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	psync "plimsoll.dev/plimsoll/sync"
+	"plimsoll.dev/plimsoll/sync/source"
+	"plimsoll.dev/plimsoll/sync/window"
+)
+
+// Defaults of the command line.
+const (
+	defaultBranch     = "main"
+	defaultNamespace  = "default"
+	defaultSyncName   = "default"
+	defaultListen     = ":8080"
+	defaultGitTimeout = 60 * time.Second
+	// inClusterNamespaceFile holds the namespace of a pod's ServiceAccount.
+	inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+	// clientQPS and clientBurst let a sync of thousands of objects go at
+	// the API server's pace rather than client-go's default 5 QPS.
+	clientQPS   = 200
+	clientBurst = 400
+)
+
+// sourceOptions are the flags shared by run, sync and diff: where the
+// manifests come from and where they go.
+type sourceOptions struct {
+	repo, branch, path string
+	interval           time.Duration
+	kubeconfig         string
+	kubeContext        string
+	namespace          string
+	syncName           string
+	statusNamespace    string
+	prune, allowEmpty  bool
+	windows            []string
+	cacheDir           string
+	gitTimeout         time.Duration
+	logFormat          string
+
+	gitUsername                       string
+	gitPasswordFile, gitPasswordEnv   string
+	gitTokenFile, gitTokenEnv         string
+	sshKeyFile, sshKnownHostsFile     string
+	sshKeyPassphraseFile, verifyKeyFn string
+}
+
+func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.repo, "repo", "", "Git repository URL (file://, https://, ssh:// or git@host:path); required")
+	fs.StringVar(&o.branch, "branch", defaultBranch, "branch to follow")
+	fs.StringVar(&o.path, "path", ".", "directory of the repository to render")
+	fs.DurationVar(&o.interval, "interval", psync.DefaultInterval, "how often to poll the repository")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context to use")
+	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace for namespaced objects that set none")
+	fs.StringVar(&o.syncName, "sync-name", defaultSyncName, "name of this sync: its status ConfigMap is plimsoll-sync-<name>")
+	fs.StringVar(&o.statusNamespace, "status-namespace", "", "namespace of the status ConfigMap (default: the daemon's own namespace in a cluster, else --namespace)")
+	fs.BoolVar(&o.prune, "prune", true, "delete objects that left Git")
+	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "allow a commit that renders no object (and so prunes everything)")
+	fs.StringArrayVar(&o.windows, "window", nil, "sync window 'deny|allow CRON DURATION' (UTC); repeatable")
+	fs.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "plimsoll"), "directory for the local clone")
+	fs.DurationVar(&o.gitTimeout, "git-timeout", defaultGitTimeout, "timeout of every Git network call")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+
+	fs.StringVar(&o.gitUsername, "git-username", "", "HTTPS username (default \"git\" with a token)")
+	fs.StringVar(&o.gitPasswordFile, "git-password-file", "", "file holding the HTTPS password")
+	fs.StringVar(&o.gitPasswordEnv, "git-password-env", "", "environment variable holding the HTTPS password")
+	fs.StringVar(&o.gitTokenFile, "git-token-file", "", "file holding an HTTPS token")
+	fs.StringVar(&o.gitTokenEnv, "git-token-env", "", "environment variable holding an HTTPS token")
+	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "SSH private key file")
+	fs.StringVar(&o.sshKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
+	fs.StringVar(&o.sshKnownHostsFile, "ssh-known-hosts-file", "", "known_hosts file; required with SSH")
+	fs.StringVar(&o.verifyKeyFn, "verify-key", "", "armored OpenPGP keyring: apply only commits signed by one of its keys")
+}
+
+// newLogger builds the structured logger the flags ask for.
+func (o *sourceOptions) newLogger() (*slog.Logger, error) {
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("unknown --log-format %q (want text or json)", o.logFormat)
+}
+
+// restConfig loads the cluster connection the way kubectl does.
+func (o *sourceOptions) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.kubeconfig != "" {
+		rules.ExplicitPath = o.kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg.UserAgent = "plimsoll/" + version
+	return cfg, nil
+}
+
+// resolveStatusNamespace applies the --status-namespace default: the
+// daemon's own namespace when it runs in a pod, else --namespace.
+func (o *sourceOptions) resolveStatusNamespace() string {
+	if o.statusNamespace != "" {
+		return o.statusNamespace
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if raw, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(raw)); ns != "" {
+			return ns
+		}
+	}
+	return o.namespace
+}
+
+// sourceConfig reads the credentials the flags point at and builds the Git
+// source configuration. Secrets are read from files or the environment,
+// never from flags, so they do not show in the process list.
+func (o *sourceOptions) sourceConfig() (source.Config, error) {
+	if o.repo == "" {
+		return source.Config{}, fmt.Errorf("--repo is required")
+	}
+	cfg := source.Config{
+		URL:     o.repo,
+		Branch:  o.branch,
+		Timeout: o.gitTimeout,
+		Dir:     filepath.Join(o.cacheDir, cloneDirName(o.repo, o.branch)),
+	}
+	var err error
+	read := func(file, env, what string) string {
+		if err != nil {
+			return ""
+		}
+		var v string
+		v, err = secretFrom(file, env, what)
+		return v
+	}
+	cfg.Auth.Username = o.gitUsername
+	cfg.Auth.Password = read(o.gitPasswordFile, o.gitPasswordEnv, "Git password")
+	if token := read(o.gitTokenFile, o.gitTokenEnv, "Git token"); token != "" {
+		cfg.Auth.Password = token
+	}
+	if o.sshKeyFile != "" {
+		cfg.Auth.SSHKey, err = os.ReadFile(o.sshKeyFile)
+		if err != nil {
+			return source.Config{}, fmt.Errorf("read --ssh-key-file: %w", err)
+		}
+	}
+	cfg.Auth.SSHKeyPassphrase = read(o.sshKeyPassphraseFile, "", "SSH key passphrase")
+	if o.sshKnownHostsFile != "" && err == nil {
+		cfg.Auth.KnownHosts, err = os.ReadFile(o.sshKnownHostsFile)
+	}
+	if o.verifyKeyFn != "" && err == nil {
+		var key []byte
+		key, err = os.ReadFile(o.verifyKeyFn)
+		cfg.VerifyKeyring = string(key)
+	}
+	if err != nil {
+		return source.Config{}, err
+	}
+	return cfg, nil
+}
+
+// windows parses the --window flags.
+func (o *sourceOptions) parseWindows() (window.Windows, error) {
+	return window.ParseAll(o.windows)
+}
+
+// secretFrom reads a secret from a file or an environment variable (at most
+// one of them set); the error names where it looked, never the value.
+func secretFrom(file, env, what string) (string, error) {
+	switch {
+	case file != "" && env != "":
+		return "", fmt.Errorf("%s: give a file or an environment variable, not both", what)
+	case file != "":
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read %s from %s: %w", what, file, err)
+		}
+		return strings.TrimSpace(string(raw)), nil
+	case env != "":
+		v, ok := os.LookupEnv(env)
+		if !ok || v == "" {
+			return "", fmt.Errorf("read %s: environment variable %s is not set", what, env)
+		}
+		return strings.TrimSpace(v), nil
+	}
+	return "", nil
+}
+
+// cloneDirName gives each repository and branch a clone directory of its
+// own, named by a digest so that the URL (which may name a user) is not
+// spelled out on disk.
+func cloneDirName(repo, branch string) string {
+	sum := sha256.Sum256([]byte(repo + "\x00" + branch))
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"plimsoll.dev/plimsoll/sync/webhook"
+)
+
+// Leader election and serving timings.
+const (
+	leaseDuration   = 15 * time.Second
+	renewDeadline   = 10 * time.Second
+	retryPeriod     = 2 * time.Second
+	shutdownTimeout = 5 * time.Second
+	readHeaderLimit = 10 * time.Second
+)
+
+type runOptions struct {
+	sourceOptions
+	listen            string
+	webhookSecretFile string
+	leaderElect       bool
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run --repo URL",
+		Short: "Run the daemon: poll the repository and keep the cluster in sync",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return o.run(ctx)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")
+	cmd.Flags().StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret; /hook is disabled without it")
+	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", false, "act only while holding the leader Lease (for more than one replica)")
+	return cmd
+}
+
+func (o *runOptions) run(ctx context.Context) error {
+	log, err := o.newLogger()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d, err := wire(&o.sourceOptions, log, reg)
+	if err != nil {
+		return err
+	}
+	var secret []byte
+	if o.webhookSecretFile != "" {
+		v, err := secretFrom(o.webhookSecretFile, "", "webhook secret")
+		if err != nil {
+			return err
+		}
+		if v == "" {
+			return fmt.Errorf("webhook secret file %s is empty", o.webhookSecretFile)
+		}
+		secret = []byte(v)
+	}
+	if o.listen != "" {
+		srv, addr, err := serve(o.listen, d, reg, secret, log)
+		if err != nil {
+			return err
+		}
+		log.Info("serving", "addr", addr, "webhook", secret != nil)
+		defer func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = srv.Shutdown(shutdownCtx)
+		}()
+	}
+	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
+		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
+	if !o.leaderElect {
+		return d.syncer.Run(ctx)
+	}
+	return o.runAsLeader(ctx, d, log)
+}
+
+// serve starts the HTTP endpoints and returns the server and the address it
+// listens on.
+func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log *slog.Logger) (*http.Server, string, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-d.syncer.Ready():
+			_, _ = w.Write([]byte("ok\n"))
+		default:
+			http.Error(w, "first sync not attempted yet", http.StatusServiceUnavailable)
+		}
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if secret != nil {
+		mux.Handle("/hook", webhook.Handler(secret, func() {
+			log.Info("webhook received; syncing now")
+			d.syncer.Trigger()
+		}))
+	} else {
+		mux.HandleFunc("/hook", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "webhook not configured (--webhook-secret-file)", http.StatusNotFound)
+		})
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderLimit}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve HTTP", "err", err)
+		}
+	}()
+	return srv, ln.Addr().String(), nil
+}
+
+// runAsLeader runs the syncer only while this process holds the Lease
+// plimsoll-<sync name> in the status namespace.
+func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logger) error {
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s_%d", strings.ReplaceAll(host, "_", "-"), os.Getpid())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: "plimsoll-" + o.syncName, Namespace: d.statusNamespace},
+		Client:     d.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	var runErr error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            "plimsoll-" + o.syncName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("became leader", "identity", id)
+				runErr = d.syncer.Run(ctx)
+			},
+			OnStoppedLeading: func() { log.Info("stopped leading", "identity", id) },
+		},
+	})
+	return runErr
+}

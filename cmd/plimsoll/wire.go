@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/clock"
+
+	"plimsoll.dev/plimsoll/rollout"
+	psync "plimsoll.dev/plimsoll/sync"
+	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/source"
+)
+
+// daemon is everything a sync needs, wired.
+type daemon struct {
+	syncer          *psync.Syncer
+	client          kubernetes.Interface
+	statusNamespace string
+}
+
+// wire builds the syncer and its parts from the flags.
+func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemon, error) {
+	srcCfg, err := o.sourceConfig()
+	if err != nil {
+		return nil, err
+	}
+	src, err := source.New(srcCfg)
+	if err != nil {
+		return nil, err
+	}
+	windows, err := o.parseWindows()
+	if err != nil {
+		return nil, err
+	}
+	restCfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	statusNS := o.resolveStatusNamespace()
+	clk := clock.RealClock{}
+
+	var metrics *psync.Metrics
+	if reg != nil {
+		metrics = psync.NewMetrics(reg)
+	}
+	syncer := psync.New(psync.Config{
+		Name:        o.syncName,
+		Path:        o.path,
+		Namespace:   o.namespace,
+		Prune:       o.prune,
+		AllowEmpty:  o.allowEmpty,
+		Interval:    o.interval,
+		Windows:     windows,
+		Source:      src,
+		Applier:     apply.New(apply.Config{Dynamic: dyn, Mapper: mapper, SyncName: o.syncName}),
+		Store:       inventory.NewStore(client, statusNS, o.syncName),
+		Deployments: rollout.NewPassthrough(client),
+		Events:      psync.NewEvents(client, clk, log),
+		Metrics:     metrics,
+		Log:         log,
+		Clock:       clk,
+	})
+	return &daemon{syncer: syncer, client: client, statusNamespace: statusNS}, nil
+}

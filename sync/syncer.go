@@ -1,0 +1,433 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+
+	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
+	"plimsoll.dev/plimsoll/sync/source"
+	"plimsoll.dev/plimsoll/sync/window"
+)
+
+// Defaults and event reasons of the syncer.
+const (
+	// DefaultInterval is how often the remote is polled.
+	DefaultInterval = 30 * time.Second
+	// DefaultMaxBackoff caps the wait between attempts while they fail.
+	DefaultMaxBackoff = 5 * time.Minute
+
+	// ReasonSynced is the Event reason of an applied commit.
+	ReasonSynced = "Synced"
+	// ReasonSyncFailed is the Event reason of a failed sync.
+	ReasonSyncFailed = "SyncFailed"
+	// ReasonHeld is the Event reason of a change held by a sync window.
+	ReasonHeld = "SyncHeld"
+
+	shortHash = 7
+)
+
+// ErrHeld is returned by SyncOnce when a sync window holds the change: the
+// cluster is not at the branch head, but nothing failed.
+var ErrHeld = errors.New("change held by a sync window")
+
+// Source is the Git side of a sync; *source.Repository implements it.
+type Source interface {
+	Head(ctx context.Context) (string, error)
+	Fetch(ctx context.Context, hash string) error
+	Snapshot(ctx context.Context, hash string) (*source.Snapshot, error)
+}
+
+// DeploymentSink takes the Deployments of a synced commit that need a write
+// (new, changed in Git, or drifted from it): the rollout controller rolls
+// them out instead of sync applying them. commit and subject name the
+// commit they came from. The interface mirrors the one package rollout
+// implements; cmd/plimsoll wires the two.
+type DeploymentSink interface {
+	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
+}
+
+// Config wires a Syncer.
+type Config struct {
+	// Name is the sync's name: the suffix of its ConfigMap and the value of
+	// the plimsoll.dev/sync label on every object it applies.
+	Name string
+	// Path is the directory of the repository to render ("." for all).
+	Path string
+	// Namespace is given to namespaced objects that set none.
+	Namespace string
+	// Prune deletes objects that left Git.
+	Prune bool
+	// AllowEmpty lets a commit that renders no object prune everything.
+	AllowEmpty bool
+	// Interval between polls; MaxBackoff caps the wait while polls fail.
+	Interval, MaxBackoff time.Duration
+	// Windows hold changes while they say so.
+	Windows window.Windows
+	// Limits bound what one render may read.
+	Limits manifest.Limits
+
+	Source      Source
+	Applier     *apply.Applier
+	Store       *inventory.Store
+	Deployments DeploymentSink
+	Events      EventRecorder
+	Metrics     *Metrics
+	Log         *slog.Logger
+	Clock       clock.PassiveClock
+}
+
+// Syncer makes the cluster match the followed branch, one commit at a time.
+type Syncer struct {
+	cfg     Config
+	trigger chan struct{}
+	ready   chan struct{}
+}
+
+// New returns a Syncer; the zero fields of cfg take their defaults.
+func New(cfg Config) *Syncer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.Path == "" {
+		cfg.Path = "."
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Events == nil {
+		cfg.Events = discardEvents{}
+	}
+	return &Syncer{cfg: cfg, trigger: make(chan struct{}, 1), ready: make(chan struct{})}
+}
+
+// Trigger asks for a sync now. It never blocks; triggers that arrive while
+// one is pending are merged.
+func (s *Syncer) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Ready is closed once the first sync has been attempted.
+func (s *Syncer) Ready() <-chan struct{} { return s.ready }
+
+// Run syncs at once, then every Interval or on Trigger, until ctx ends.
+// While syncs fail, the wait doubles from Interval up to MaxBackoff; the
+// first success returns it to Interval.
+func (s *Syncer) Run(ctx context.Context) error {
+	failures := 0
+	for first := true; ; first = false {
+		err := s.SyncOnce(ctx)
+		if first {
+			close(s.ready)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := s.cfg.Interval
+		if err != nil && !errors.Is(err, ErrHeld) {
+			failures++
+			wait = backoff(s.cfg.Interval, s.cfg.MaxBackoff, failures)
+			s.cfg.Log.Info("next attempt after backoff", "sync", s.cfg.Name, "failures", failures, "wait", wait)
+		} else {
+			failures = 0
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-s.trigger:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// discardEvents records nothing.
+type discardEvents struct{}
+
+func (discardEvents) Event(context.Context, *corev1.ObjectReference, string, string, string) {}
+
+// backoff is the wait after n consecutive failures: interval doubled n
+// times, capped. With a 30s interval and a 5m cap: 1m, 2m, 4m, 5m, 5m...
+func backoff(interval, limit time.Duration, n int) time.Duration {
+	d := interval
+	for i := 0; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// SyncOnce runs one sync: fetch, render, validate, dry-run, apply, prune,
+// status. It returns nil when the cluster matches the branch head, an error
+// wrapping ErrHeld when a window holds the change, and the failure
+// otherwise; the failure is also in the sync status and in an Event.
+func (s *Syncer) SyncOnce(ctx context.Context) error {
+	start := s.cfg.Clock.Now()
+	rec, err := s.cfg.Store.Load(ctx)
+	if err != nil {
+		s.cfg.Log.Error("read sync record", "sync", s.cfg.Name, "err", err)
+		s.cfg.Metrics.observe(outcomeFailed, s.cfg.Clock.Since(start))
+		return err
+	}
+	status, outcome, err := s.sync(ctx, &rec)
+	rec.Status = status
+	if _, serr := s.cfg.Store.Save(ctx, rec); serr != nil {
+		s.cfg.Log.Error("write sync status", "sync", s.cfg.Name, "err", serr)
+		err = errors.Join(err, serr)
+	}
+	s.cfg.Metrics.observe(outcome, s.cfg.Clock.Since(start))
+	return err
+}
+
+// sync does the work of SyncOnce and returns the status to record; it
+// updates rec.Inventory with what was applied and pruned.
+func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Status, string, error) {
+	prev := rec.Status
+	head, err := s.cfg.Source.Head(ctx)
+	if err == nil {
+		err = s.cfg.Source.Fetch(ctx, head)
+	}
+	if err != nil {
+		return s.stale(ctx, prev, err), outcomeFailed, err
+	}
+	fetched := prev
+	fetched.FetchedCommit, fetched.StaleSince = head, ""
+
+	snap, err := s.cfg.Source.Snapshot(ctx, head)
+	if err != nil {
+		return s.failed(ctx, fetched, head, "read commit", err), outcomeFailed, err
+	}
+
+	objs, err := manifest.Render(snap.FS, s.cfg.Path, s.cfg.Limits)
+	if err == nil && len(objs) == 0 && !s.cfg.AllowEmpty {
+		err = fmt.Errorf("path %q renders no object; refusing to sync an empty set (and to prune %d objects) without --allow-empty", s.cfg.Path, len(rec.Inventory))
+	}
+	if err == nil {
+		s.cfg.Applier.ResetDiscovery()
+		err = manifest.Validate(objs, s.cfg.Applier, s.cfg.Namespace)
+	}
+	if err != nil {
+		return s.failed(ctx, fetched, head, "render", err), outcomeFailed, err
+	}
+	redact := newRedactor(objs)
+
+	if st, held, err := s.hold(ctx, prev, fetched); held {
+		return st, outcomeHeld, err
+	}
+
+	plan, changes, err := s.applyCommit(ctx, objs, rec, snap.Commit)
+	if err != nil {
+		err = redact.err(err)
+		return s.failed(ctx, fetched, head, "apply", err), outcomeFailed, err
+	}
+	pruned, err := s.prune(ctx, plan, rec)
+	if err != nil {
+		err = redact.err(err)
+		return s.failed(ctx, fetched, head, "prune", err), outcomeFailed, err
+	}
+
+	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned), outcomeSynced, nil
+}
+
+// hold reports whether a sync window holds the fetched commit, and the
+// status to record then. A commit the cluster already runs is not held,
+// but nothing is written while the window is shut, drift included.
+func (s *Syncer) hold(ctx context.Context, prev, fetched inventory.Status) (inventory.Status, bool, error) {
+	held, until, reason := s.cfg.Windows.Held(s.cfg.Clock.Now().UTC())
+	switch {
+	case !held:
+		return inventory.Status{}, false, nil
+	case fetched.FetchedCommit == prev.Commit:
+		fetched.State = inventory.StateSynced
+		return fetched, true, nil
+	}
+	msg := fmt.Sprintf("commit %s held until %s: %s", short(fetched.FetchedCommit), until.Format(time.RFC3339), reason)
+	if prev.State != inventory.StateHeld || prev.Message != msg {
+		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonHeld, msg)
+		s.cfg.Log.Info("sync held", "sync", s.cfg.Name, "commit", short(fetched.FetchedCommit), "until", until, "reason", reason)
+	}
+	fetched.State, fetched.Message = inventory.StateHeld, msg
+	return fetched, true, fmt.Errorf("%w: %s", ErrHeld, msg)
+}
+
+// synced reports an applied commit: logs, metrics, an Event when anything
+// happened, and the status to record.
+func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult) inventory.Status {
+	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(commit.Hash))
+	for _, c := range changes {
+		log.Info("applied", "object", c.Key.String(), "action", string(c.Action), "origin", c.Item.Object.Origin.String())
+	}
+	for _, key := range pruned.Deleted {
+		log.Info("pruned", "object", key.String())
+	}
+	s.cfg.Metrics.objects(changes, pruned)
+	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != inventory.StateSynced {
+		summary := summarize(changes, pruned, len(plan.Items))
+		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
+			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, summary))
+		log.Info("sync applied", "summary", summary)
+	}
+	done := fetched
+	done.State, done.Commit = inventory.StateSynced, commit.Hash
+	done.Message = fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items))
+	return done
+}
+
+// applyCommit plans, dry-runs and applies the commit's objects, hands the
+// Deployments to the rollout controller, and records in rec's inventory
+// every object now as desired. It returns the plan and what was written.
+func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
+	plan, err := s.cfg.Applier.Plan(ctx, objs, rec.Inventory)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := s.cfg.Applier.Apply(ctx, plan, isDeployment)
+	for _, it := range res.Applied {
+		rec.Inventory[it.Key()] = apply.EntryOf(it)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	handed, err := s.handOff(ctx, plan, commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, it := range plan.Items {
+		if isDeployment(it) {
+			rec.Inventory[it.Key()] = apply.EntryOf(it)
+		}
+	}
+	return plan, append(res.Changes, handed...), nil
+}
+
+// prune deletes what left Git (when pruning is on) and drops it from rec's
+// inventory. An object that could not be deleted stays in the inventory, so
+// the next sync tries again.
+func (s *Syncer) prune(ctx context.Context, plan *apply.Plan, rec *inventory.Record) (apply.PruneResult, error) {
+	if !s.cfg.Prune {
+		// Objects that left Git are no longer this sync's to manage.
+		for _, e := range plan.Prune {
+			delete(rec.Inventory, e.Key())
+		}
+		return apply.PruneResult{}, nil
+	}
+	if len(plan.Prune) == 0 {
+		return apply.PruneResult{}, nil
+	}
+	pruned, err := s.cfg.Applier.Prune(ctx, plan.Prune)
+	for _, ref := range append(pruned.Deleted, pruned.Kept...) {
+		delete(rec.Inventory, ref)
+	}
+	return pruned, err
+}
+
+// handOff gives the rollout controller the Deployments of the commit that
+// need a write (new, changed in Git, or drifted), typed.
+func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, commit source.Commit) ([]apply.Change, error) {
+	if s.cfg.Deployments == nil {
+		return nil, nil
+	}
+	var deps []*appsv1.Deployment
+	var changes []apply.Change
+	for _, it := range plan.Writes() {
+		if !isDeployment(it) {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
+			return nil, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)}
+		}
+		deps = append(deps, d)
+		changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
+	}
+	if len(deps) == 0 {
+		return nil, nil
+	}
+	if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deps); err != nil {
+		return nil, fmt.Errorf("hand %d Deployments to the rollout controller: %w", len(deps), err)
+	}
+	return changes, nil
+}
+
+// stale records a failure to read the source: the cluster keeps running the
+// last applied commit, and StaleSince says since when it may be behind.
+func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) inventory.Status {
+	st := prev
+	if st.StaleSince == "" {
+		st.StaleSince = s.cfg.Clock.Now().UTC().Format(time.RFC3339)
+	}
+	st.State = inventory.StateFailed
+	st.Message = fmt.Sprintf("cannot read the source (stale since %s; still running %s): %v", st.StaleSince, shortOrNone(st.Commit), err)
+	s.report(ctx, st, err)
+	return st
+}
+
+// failed records a failed sync of commit head: nothing of it was applied
+// (or, for an apply error, not all of it), and nothing was pruned.
+func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
+	st := prev
+	st.State = inventory.StateFailed
+	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))
+	s.report(ctx, st, err)
+	return st
+}
+
+// report logs a failure and records it as a Warning Event; the same
+// failure again increments the Event's count (the recorder aggregates).
+func (s *Syncer) report(ctx context.Context, st inventory.Status, err error) {
+	s.cfg.Log.Error("sync failed", "sync", s.cfg.Name, "err", oneLine(err))
+	s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeWarning, ReasonSyncFailed, st.Message)
+}
+
+func summarize(changes []apply.Change, pruned apply.PruneResult, total int) string {
+	counts := map[apply.Action]int{}
+	for _, c := range changes {
+		counts[c.Action]++
+	}
+	return fmt.Sprintf("%d objects, %d created, %d configured, %d restored, %d pruned",
+		total, counts[apply.ActionCreate], counts[apply.ActionUpdate], counts[apply.ActionRestore], len(pruned.Deleted))
+}
+
+func isDeployment(it *apply.Item) bool {
+	gvk := it.Object.Obj.GroupVersionKind()
+	return gvk.Group == "apps" && gvk.Kind == "Deployment"
+}
+
+func short(hash string) string {
+	if len(hash) > shortHash {
+		return hash[:shortHash]
+	}
+	return hash
+}
+
+func shortOrNone(hash string) string {
+	if hash == "" {
+		return "nothing yet"
+	}
+	return short(hash)
+}
+
+// oneLine joins a (possibly joined) error into one line for annotations.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
