@@ -1,0 +1,177 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/sync/webhook"
+)
+
+// daemon is a `plimsoll run` process of one test.
+type daemon struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   gosync.Mutex
+	logs bytes.Buffer
+}
+
+// Write collects the daemon's log.
+func (d *daemon) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.Write(p)
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+// startDaemon runs `plimsoll run` for s with extra flags, serving on a free
+// loopback port; it is stopped with SIGTERM when the test ends.
+func startDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := &daemon{addr: addr}
+	args := append([]string{"run", "--listen", addr}, s.flags(extra...)...)
+	d.cmd = exec.Command(suite.plimsoll, args...)
+	d.cmd.Stdout, d.cmd.Stderr = d, d
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("start plimsoll run: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- d.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log())
+		}
+	})
+	waitFor(t, "the daemon to be ready", func(ctx context.Context) (bool, error) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return d
+}
+
+// waitForCommit waits until the sync status says commit is applied.
+func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
+	t.Helper()
+	waitFor(t, "commit "+commit[:7]+" to be applied", func(ctx context.Context) (bool, error) {
+		cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(ctx, "plimsoll-sync-"+s.ns, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return cm.Annotations["plimsoll.dev/commit"] == commit && cm.Annotations["plimsoll.dev/sync-status"] == "Synced", nil
+	})
+}
+
+// TestDaemonRestoresDrift changes an applied object by hand and checks that
+// the daemon restores it at the next interval without writing the others.
+func TestDaemonRestoresDrift(t *testing.T) {
+	s := newSyncTarget(t)
+	head := s.repo.commit("base", baseTree())
+	startDaemon(t, s, "--interval", "1s")
+	s.waitForCommit(t, head)
+	objs := baseObjects(s.ns)
+	before := resourceVersions(t, objs)
+
+	patch := []byte(`{"data":{"color":"red"}}`)
+	if _, err := suite.client.CoreV1().ConfigMaps(s.ns).Patch(context.Background(), "app", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("change ConfigMap app by hand: %v", err)
+	}
+	waitFor(t, "ConfigMap app to be restored", func(ctx context.Context) (bool, error) {
+		cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && cm.Data["color"] == "blue", nil
+	})
+	app := object{gvr: configMaps, namespace: s.ns, name: "app"}
+	for _, o := range objs {
+		if o != app && resourceVersion(t, o) != before[o] {
+			t.Errorf("%s was rewritten though it did not drift", o)
+		}
+	}
+}
+
+// TestDaemonWebhook checks that a signed POST /hook triggers a sync at once
+// (the interval is an hour) and that a badly signed one gets 401 and
+// triggers nothing.
+func TestDaemonWebhook(t *testing.T) {
+	s := newSyncTarget(t)
+	secretFile := filepath.Join(t.TempDir(), "hook-secret")
+	if err := os.WriteFile(secretFile, []byte("hook-s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := s.repo.commit("base", baseTree())
+	d := startDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
+	s.waitForCommit(t, first)
+
+	files := baseTree()
+	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
+	second := s.repo.commit("paint it green", files)
+	body := []byte(`{"ref":"refs/heads/main"}`)
+
+	post := func(signature string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+d.addr+"/hook", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(webhook.HeaderGitHubSignature, signature)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST /hook: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if code := post(webhook.Sign([]byte("wrong"), body)); code != http.StatusUnauthorized {
+		t.Fatalf("badly signed hook: status %d, want 401", code)
+	}
+	holdsFor(t, "the badly signed hook changing nothing", 3*time.Second, func(ctx context.Context) error {
+		if c := s.status(t)["plimsoll.dev/commit"]; c != first {
+			return fmt.Errorf("commit %s applied after a badly signed hook", c)
+		}
+		return nil
+	})
+
+	start := time.Now()
+	if code := post(webhook.Sign([]byte("hook-s3cret"), body)); code != http.StatusAccepted {
+		t.Fatalf("signed hook: status %d, want 202", code)
+	}
+	s.waitForCommit(t, second)
+	t.Logf("webhook latency: POST to commit applied in %s", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,78 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitRepo is a bare repository served at file://, and a work tree that
+// commits and pushes to it, driven with the git command as a user would.
+type gitRepo struct {
+	t      *testing.T
+	bare   string
+	work   string
+	branch string
+}
+
+// newGitRepo creates an empty bare repository and a clone of it.
+func newGitRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	dir := t.TempDir()
+	r := &gitRepo{t: t, bare: filepath.Join(dir, "remote.git"), work: filepath.Join(dir, "work"), branch: "main"}
+	r.git(dir, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
+	r.git(dir, "init", "--quiet", "--initial-branch=main", r.work)
+	r.git(r.work, "remote", "add", "origin", r.bare)
+	return r
+}
+
+// URL is the repository's file:// URL.
+func (r *gitRepo) URL() string { return "file://" + r.bare }
+
+// write puts files (path -> content) in the work tree; an empty content
+// removes the file.
+func (r *gitRepo) write(files map[string]string) {
+	r.t.Helper()
+	for path, content := range files {
+		full := filepath.Join(r.work, filepath.FromSlash(path))
+		if content == "" {
+			if err := os.Remove(full); err != nil {
+				r.t.Fatalf("remove %s: %v", path, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// commit writes files, commits everything with subject and pushes; it
+// returns the new commit's hash.
+func (r *gitRepo) commit(subject string, files map[string]string) string {
+	r.t.Helper()
+	r.write(files)
+	r.git(r.work, "add", "--all")
+	r.git(r.work, "-c", "user.name=e2e", "-c", "user.email=e2e@plimsoll.dev", "commit", "--quiet", "--allow-empty", "-m", subject)
+	r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+r.branch)
+	return strings.TrimSpace(r.git(r.work, "rev-parse", "HEAD"))
+}
+
+func (r *gitRepo) git(dir string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

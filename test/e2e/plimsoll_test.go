@@ -1,0 +1,100 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// syncTarget is where one test syncs to: a namespace of its own, which is
+// also the sync's name and the home of its status ConfigMap.
+type syncTarget struct {
+	ns       string
+	repo     *gitRepo
+	cacheDir string
+	// url overrides the repository's file:// URL (to go through a server).
+	url string
+}
+
+func newSyncTarget(t *testing.T) *syncTarget {
+	t.Helper()
+	return &syncTarget{ns: newNamespace(t), repo: newGitRepo(t), cacheDir: t.TempDir()}
+}
+
+// flags are the source flags of every plimsoll command of the test.
+func (s *syncTarget) flags(extra ...string) []string {
+	url := s.repo.URL()
+	if s.url != "" {
+		url = s.url
+	}
+	return append([]string{
+		"--repo", url,
+		"--kubeconfig", suite.kubeconfig,
+		"--namespace", s.ns,
+		"--status-namespace", s.ns,
+		"--sync-name", s.ns,
+		"--cache-dir", s.cacheDir,
+	}, extra...)
+}
+
+// syncOnce runs `plimsoll sync --once` and returns its output and exit code.
+func (s *syncTarget) syncOnce(t *testing.T, extra ...string) (string, int) {
+	t.Helper()
+	return runPlimsoll(t, append([]string{"sync", "--once"}, s.flags(extra...)...)...)
+}
+
+// mustSync runs one sync that must succeed.
+func (s *syncTarget) mustSync(t *testing.T, extra ...string) {
+	t.Helper()
+	if out, code := s.syncOnce(t, extra...); code != 0 {
+		t.Fatalf("plimsoll sync --once exited %d:\n%s", code, out)
+	}
+}
+
+// status returns the sync's status annotations.
+func (s *syncTarget) status(t *testing.T) map[string]string {
+	t.Helper()
+	cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "plimsoll-sync-"+s.ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read sync status: %v", err)
+	}
+	return cm.Annotations
+}
+
+// events returns the messages of the Events about the sync's ConfigMap.
+func (s *syncTarget) events(t *testing.T) []corev1.Event {
+	t.Helper()
+	list, err := suite.client.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=plimsoll-sync-" + s.ns,
+	})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	return list.Items
+}
+
+// runPlimsoll runs the plimsoll binary built for the suite and returns its
+// combined output and exit code.
+func runPlimsoll(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(suite.plimsoll, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return out.String(), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run plimsoll %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), 0
+}
