@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,9 @@ const (
 	// FieldManager is the server-side apply field manager of the
 	// Deployments the controller writes.
 	FieldManager = "plimsoll-rollout"
+
+	// passthroughWorkers is how many Deployments Passthrough applies at once.
+	passthroughWorkers = 8
 )
 
 // DeploymentSink takes the Deployments of a synced commit that need a
@@ -41,22 +45,29 @@ func NewPassthrough(client kubernetes.Interface) *Passthrough {
 	return &Passthrough{client: client}
 }
 
-// SyncDeployments applies every Deployment and reports every failure.
+// SyncDeployments applies every Deployment, passthroughWorkers at a time,
+// and reports every failure.
 func (p *Passthrough) SyncDeployments(ctx context.Context, commit, _ string, desired []*appsv1.Deployment) error {
-	var errs []error
-	for _, d := range desired {
-		key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
-		body, err := json.Marshal(d)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("encode Deployment %s: %w", key, err))
-			continue
-		}
-		force := true
-		_, err = p.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("apply Deployment %s of commit %.7s: %w", key, commit, err))
-		}
+	errs := make([]error, len(desired))
+	var g errgroup.Group
+	g.SetLimit(passthroughWorkers)
+	for i, d := range desired {
+		g.Go(func() error {
+			key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+			body, err := json.Marshal(d)
+			if err != nil {
+				errs[i] = fmt.Errorf("encode Deployment %s: %w", key, err)
+				return nil
+			}
+			force := true
+			_, err = p.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.ApplyPatchType, body,
+				metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+			if err != nil {
+				errs[i] = fmt.Errorf("apply Deployment %s of commit %.7s: %w", key, commit, err)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait() // every failure is in errs
 	return errors.Join(errs...)
 }

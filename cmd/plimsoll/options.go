@@ -30,8 +30,8 @@ const (
 	inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 	// clientQPS and clientBurst let a sync of thousands of objects go at
 	// the API server's pace rather than client-go's default 5 QPS.
-	clientQPS   = 200
-	clientBurst = 400
+	clientQPS   = 1000
+	clientBurst = 2000
 )
 
 // sourceOptions are the flags shared by run, sync and diff: where the
