@@ -60,6 +60,7 @@ func TestSyncRejectsBadInput(t *testing.T) {
 	good := baseTree()
 	s.repo.commit("base", good)
 	s.mustSync(t)
+	waitForComplete(t, s.ns, "web", 1) // the Deployment controller is done writing
 	objs := baseObjects(s.ns)
 
 	big := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: \"" + strings.Repeat("x", 5<<20) + "\"\n"

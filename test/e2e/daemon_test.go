@@ -106,6 +106,7 @@ func TestDaemonRestoresDrift(t *testing.T) {
 	head := s.repo.commit("base", baseTree())
 	startDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
+	waitForComplete(t, s.ns, "web", 1)
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 

@@ -17,6 +17,7 @@ func TestSyncHeldByWindow(t *testing.T) {
 	s := newSyncTarget(t)
 	first := s.repo.commit("base", baseTree())
 	s.mustSync(t)
+	waitForComplete(t, s.ns, "web", 1)
 	before := resourceVersions(t, baseObjects(s.ns))
 
 	files := baseTree()
@@ -92,6 +93,7 @@ func TestSyncFollowsBranch(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("base", baseTree())
 	s.mustSync(t)
+	waitForComplete(t, s.ns, "web", 1)
 
 	t.Log("a force-push of an unrelated history is applied")
 	s.repo.git(s.repo.work, "checkout", "--quiet", "--orphan", "rewritten")
