@@ -101,20 +101,7 @@ func (f *treeFS) ReadFile(name string) ([]byte, error) {
 
 // Stat describes name, following symlinks that stay inside the repository.
 func (f *treeFS) Stat(name string) (fs.FileInfo, error) {
-	var info fs.FileInfo
-	err := f.locked("stat", name, func() error {
-		n, err := f.resolve(name)
-		if err != nil {
-			return err
-		}
-		size, err := f.size(n)
-		if err != nil {
-			return err
-		}
-		info = f.info(path.Base(name), n, size)
-		return nil
-	})
-	return info, err
+	return f.stat("stat", name, f.resolve)
 }
 
 // ReadDir lists the directory name sorted by file name, without submodules.
@@ -139,9 +126,14 @@ func (f *treeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 // every other use of a symlink, it fails if the link does not resolve
 // inside the repository.
 func (f *treeFS) Lstat(name string) (fs.FileInfo, error) {
+	return f.stat("lstat", name, f.resolveLink)
+}
+
+// stat describes the node that resolve finds for name.
+func (f *treeFS) stat(op, name string, resolve func(string) (node, error)) (fs.FileInfo, error) {
 	var info fs.FileInfo
-	err := f.locked("lstat", name, func() error {
-		n, err := f.resolveLink(name)
+	err := f.locked(op, name, func() error {
+		n, err := resolve(name)
 		if err != nil {
 			return err
 		}
