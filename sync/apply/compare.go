@@ -37,21 +37,21 @@ func Hash(obj map[string]any) (string, error) {
 // missing field.
 func InSync(live, desired map[string]any) bool {
 	for k, want := range desired {
-		if ignoredTopLevel[k] {
-			continue
-		}
-		got, ok := live[k]
-		if !ok {
-			if want == nil {
-				continue
-			}
-			return false
-		}
-		if !contains(got, want) {
+		if !ignoredTopLevel[k] && !holds(live, k, want) {
 			return false
 		}
 	}
 	return true
+}
+
+// holds reports whether m holds key with a value that contains want; a
+// missing key holds a nil want.
+func holds(m map[string]any, key string, want any) bool {
+	got, ok := m[key]
+	if !ok {
+		return want == nil
+	}
+	return contains(got, want)
 }
 
 func contains(got, want any) bool {
@@ -64,14 +64,7 @@ func contains(got, want any) bool {
 			return false
 		}
 		for k, wv := range w {
-			gv, ok := g[k]
-			if !ok {
-				if wv == nil {
-					continue
-				}
-				return false
-			}
-			if !contains(gv, wv) {
+			if !holds(g, k, wv) {
 				return false
 			}
 		}
