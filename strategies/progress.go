@@ -1,0 +1,193 @@
+package strategies
+
+import (
+	"fmt"
+	"math"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Progress is where a Deployment's rollout stands, in pods, with the bounds
+// its strategy keeps it within. The counts come from the Deployment's
+// status; Replicas is the desired count.
+type Progress struct {
+	// Replicas is the desired number of pods (Desired.Replicas, or the live
+	// spec.replicas when Git leaves it unset).
+	Replicas int32
+	// Updated pods run the live template; Ready pass their readiness
+	// probe; Available have been ready for minReadySeconds.
+	Updated, Ready, Available int32
+	// Old pods still run an older template.
+	Old int32
+	// MaxPods and MinAvailable are the envelope of the strategy (see
+	// rollingBounds): the Deployment controller never runs more than MaxPods
+	// pods nor lets fewer than MinAvailable be available on its own account.
+	MaxPods, MinAvailable int32
+}
+
+// measure reads the Progress of live toward desired's replica count.
+func measure(live *appsv1.Deployment, desired Desired) Progress {
+	replicas := liveReplicas(live)
+	if desired.Replicas != nil {
+		replicas = *desired.Replicas
+	}
+	st := live.Status
+	p := Progress{
+		Replicas:  replicas,
+		Updated:   st.UpdatedReplicas,
+		Ready:     st.ReadyReplicas,
+		Available: st.AvailableReplicas,
+		// status.replicas counts the pods of every ReplicaSet: 5 pods of
+		// which 2 updated leave 3 old.
+		Old: max(st.Replicas-st.UpdatedReplicas, 0),
+	}
+	p.MaxPods, p.MinAvailable = rollingBounds(replicas, live.Spec.Strategy)
+	return p
+}
+
+// liveReplicas is spec.replicas of live, 1 when unset (the API default).
+func liveReplicas(live *appsv1.Deployment) int32 {
+	if live.Spec.Replicas == nil {
+		return 1
+	}
+	return *live.Spec.Replicas
+}
+
+// rollingBounds returns the envelope the Deployment controller keeps while
+// it replaces pods: at most maxPods pods in all, at least minAvailable
+// available. Surge rounds up and unavailability rounds down, so that a
+// percentage never stalls a rollout nor takes more capacity than it says:
+//
+//	4 replicas, maxSurge 25%, maxUnavailable 25% (the defaults):
+//	  surge ceil(4×0.25) = 1, unavailable floor(4×0.25) = 1
+//	  -> at most 5 pods, at least 3 available
+//	10 replicas, 30%, 30%: ceil(3.0) = 3, floor(3.0) = 3 -> 13 pods, 7 available
+//	3 replicas, 25%, 25%: ceil(0.75) = 1, floor(0.75) = 0 -> 4 pods, 3 available:
+//	  one extra pod at a time, capacity never drops
+//	1 replica, maxSurge 0, maxUnavailable 25%: 0 and floor(0.25) = 0; both
+//	  zero would let nothing move, so unavailable becomes 1 -> 1 pod, 0 available
+//	Recreate, 4 replicas: every old pod goes before a new one comes
+//	  -> 4 pods, 0 available
+//
+// A value that is neither an integer nor a percentage cannot pass API
+// validation; it would count as 0 here.
+func rollingBounds(replicas int32, strategy appsv1.DeploymentStrategy) (maxPods, minAvailable int32) {
+	if strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return replicas, 0
+	}
+	surgeValue := intstr.FromString("25%")
+	unavailableValue := intstr.FromString("25%")
+	if ru := strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surgeValue = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailableValue = *ru.MaxUnavailable
+		}
+	}
+	surge := scaled(surgeValue, replicas, true)
+	unavailable := scaled(unavailableValue, replicas, false)
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	return replicas + surge, max(replicas-unavailable, 0)
+}
+
+// scaled resolves an integer or a percentage of total, rounding up or down.
+func scaled(v intstr.IntOrString, total int32, roundUp bool) int32 {
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(total), roundUp)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(min(n, math.MaxInt32))
+}
+
+// complete reports whether every desired pod runs the live template and is
+// ready and available, with no old pod left: 4 replicas with 4 updated,
+// 4 ready, 4 available and 0 old.
+func (p Progress) complete() bool {
+	return p.Updated == p.Replicas && p.Ready == p.Replicas &&
+		p.Available == p.Replicas && p.Old == 0
+}
+
+// message is the line of a rollout under way: "3/4 updated, 3 available".
+// Once every pod is updated, old pods still running are named ("4/4
+// updated, 4 available, 1 old pod left"). Fewer available pods than the
+// strategy keeps while old pods remain means pods fail rather than start
+// slowly: 4 replicas at 25% keep 3 available, so "2/4 updated, 2
+// available, below the minimum of 3 available".
+func (p Progress) message() string {
+	m := fmt.Sprintf("%d/%d updated, %d available", p.Updated, p.Replicas, p.Available)
+	if p.Updated >= p.Replicas && p.Old > 0 {
+		m += fmt.Sprintf(", %d old %s left", p.Old, plural(p.Old, "pod", "pods"))
+	}
+	if p.Old > 0 && p.Available < p.MinAvailable {
+		m += fmt.Sprintf(", below the minimum of %d available", p.MinAvailable)
+	}
+	return m
+}
+
+// progressCondition returns live's Progressing condition, or nil.
+func progressCondition(live *appsv1.Deployment) *appsv1.DeploymentCondition {
+	for i := range live.Status.Conditions {
+		if live.Status.Conditions[i].Type == appsv1.DeploymentProgressing {
+			return &live.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// deadlineExceeded reports whether the Deployment controller gave up on
+// live's rollout: Progressing=False, reason ProgressDeadlineExceeded. The
+// condition stays until the Deployment makes progress again, whatever
+// template it carries meanwhile.
+func deadlineExceeded(live *appsv1.Deployment) bool {
+	c := progressCondition(live)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonProgressDeadlineExceeded
+}
+
+// rolloutComplete reports whether the Deployment controller agrees that the
+// rollout is done: when live has a progress deadline, its Progressing
+// condition reads NewReplicaSetAvailable, set in the same status write as
+// the complete counts. Without a deadline (progressDeadlineSeconds at its
+// maximum, 2147483647) the controller keeps no Progressing condition and
+// the counts alone tell.
+func rolloutComplete(live *appsv1.Deployment) bool {
+	if d := live.Spec.ProgressDeadlineSeconds; d == nil || *d == math.MaxInt32 {
+		return true
+	}
+	c := progressCondition(live)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == ReasonNewReplicaSetAvailable
+}
+
+// deadlineReason says why a rollout failed: "progress deadline exceeded
+// after 600s".
+func deadlineReason(live *appsv1.Deployment) string {
+	if d := live.Spec.ProgressDeadlineSeconds; d != nil {
+		return fmt.Sprintf("progress deadline exceeded after %ds", *d)
+	}
+	return "progress deadline exceeded"
+}
+
+// shortCommit is the first 7 characters of a commit id, as git shows it.
+func shortCommit(commit string) string {
+	return commit[:min(len(commit), 7)]
+}
+
+// describeRevision names a revision and, when known, its commit:
+// "revision 4 (commit abc1234)".
+func describeRevision(revision int64, commit string) string {
+	if commit == "" {
+		return fmt.Sprintf("revision %d", revision)
+	}
+	return fmt.Sprintf("revision %d (commit %s)", revision, shortCommit(commit))
+}
+
+func plural(n int32, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,110 @@
+package strategies
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Rollback is the restoration of a previous template after a revision
+// failed.
+type Rollback struct {
+	// Template is the pod template to write into the live Deployment: the
+	// template of ReplicaSet, without the pod-template-hash label (as
+	// kubectl rollout undo does), so that the Deployment controller finds
+	// that ReplicaSet again and scales it back up instead of creating one.
+	Template corev1.PodTemplateSpec
+	// ReplicaSet names the ReplicaSet whose template is restored.
+	ReplicaSet string
+	// Revision is the plimsoll revision of the restored template and Commit
+	// the commit it came from, 0 and "" when unknown (see rollbackTarget).
+	Revision int64
+	Commit   string
+	// FailedHash is the hash of the template that failed; the plan's Status
+	// records it as the failed hash.
+	FailedHash string
+}
+
+// rollbackTarget returns the ReplicaSet to roll back to: the newest, by
+// deployment.kubernetes.io/revision, of the ReplicaSets live controls whose
+// template is none of the excluded hashes (the failing one and any failed
+// before), or nil when there is none. Revisions compare as numbers, so 10
+// is newer than 9; a ReplicaSet without a readable revision counts as the
+// oldest, and among equal revisions the greater name wins, so the choice
+// never depends on the order of the list. ReplicaSets being deleted are
+// skipped.
+//
+// ReplicaSets of a Deployment at revisions 1, 2, 3 (hash 5d9f01c2aa) and 4
+// (hash 7c4e1a2b9f, failing), failed hash 0b3e66d1c8 of revision 2:
+// excluding 7c4e1a2b9f and 0b3e66d1c8 leaves 1 and 3; the target is 3.
+func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, exclude ...string) *appsv1.ReplicaSet {
+	exclude = slices.DeleteFunc(slices.Clone(exclude), func(h string) bool { return h == "" })
+	var best *appsv1.ReplicaSet
+	var bestRevision int64
+	for _, rs := range replicaSets {
+		if rs == nil || rs.DeletionTimestamp != nil {
+			continue
+		}
+		if live.UID != "" && !metav1.IsControlledBy(rs, live) {
+			continue
+		}
+		if slices.Contains(exclude, LiveHash(rs.Spec.Template)) {
+			continue
+		}
+		revision := deploymentRevision(rs)
+		if best == nil || revision > bestRevision || (revision == bestRevision && rs.Name > best.Name) {
+			best, bestRevision = rs, revision
+		}
+	}
+	return best
+}
+
+// deploymentRevision reads deployment.kubernetes.io/revision of rs, -1
+// when it is missing or not a number.
+func deploymentRevision(rs *appsv1.ReplicaSet) int64 {
+	n, err := strconv.ParseInt(rs.Annotations[AnnotationDeploymentRevision], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// newRollback restores the template of rs after the template hashing to
+// failedHash failed.
+//
+// The plimsoll revision and commit of rs come from its own annotations: the
+// Deployment controller copies a Deployment's annotations onto its newest
+// ReplicaSet at every sync, so a ReplicaSet keeps the plimsoll.dev/revision
+// and plimsoll.dev/commit the Deployment had while rs was the newest. They
+// are believed only when the plimsoll.dev/template-hash copied with them is
+// the hash of rs's own template: once rs has been restored by a rollback,
+// it receives the status of the failed revision (say revision 4 and its
+// hash), which describes another template, and its revision is unknown.
+func newRollback(rs *appsv1.ReplicaSet, failedHash string) Rollback {
+	template := *rs.Spec.Template.DeepCopy()
+	delete(template.Labels, LabelPodTemplateHash)
+	rb := Rollback{Template: template, ReplicaSet: rs.Name, FailedHash: failedHash}
+	if rs.Annotations[AnnotationTemplateHash] == LiveHash(rs.Spec.Template) {
+		if n, err := strconv.ParseInt(rs.Annotations[AnnotationRevision], 10, 64); err == nil && n > 0 {
+			rb.Revision = n
+			rb.Commit = rs.Annotations[AnnotationCommit]
+		}
+	}
+	return rb
+}
+
+// message is the status line of a rollback done because of reason:
+// "rolled back to revision 3 (commit abc1234): progress deadline exceeded
+// after 600s", or, when the revision is unknown, "rolled back to the
+// template of ReplicaSet web-5d9f8b7c4: ...".
+func (rb Rollback) message(reason string) string {
+	target := "the template of ReplicaSet " + rb.ReplicaSet
+	if rb.Revision > 0 {
+		target = describeRevision(rb.Revision, rb.Commit)
+	}
+	return fmt.Sprintf("rolled back to %s: %s", target, reason)
+}

@@ -1,0 +1,245 @@
+package strategies
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// Desired is what Git asks of a workload, read by the controller from the
+// Deployment of the synced commit and its annotations.
+type Desired struct {
+	// Hash is the TemplateHash of the Git pod template.
+	Hash string
+	// Replicas is spec.replicas in Git; nil leaves the count to whatever
+	// scales the live Deployment (an autoscaler), and the live count is
+	// the desired one.
+	Replicas *int32
+	// AutoRollback is plimsoll.dev/auto-rollback: true unless "false".
+	AutoRollback bool
+	// Commit is the Git commit the desired state came from.
+	Commit string
+}
+
+// RollingObserved is the live state of a rolling workload, as the
+// controller's informers see it.
+type RollingObserved struct {
+	// Deployment is the live Deployment <name>, nil before it exists.
+	Deployment *appsv1.Deployment
+	// ReplicaSets are the ReplicaSets of the Deployment; those it does not
+	// control are ignored.
+	ReplicaSets []*appsv1.ReplicaSet
+}
+
+// TemplateSource says which pod template the live Deployment carries once
+// a plan is written: TemplateGit, TemplateLive or TemplateRollback.
+type TemplateSource int
+
+const (
+	// TemplateGit: write the Git Deployment with its own template
+	// (stamped, see Stamp). This creates the Deployment when it does not
+	// exist.
+	TemplateGit TemplateSource = iota + 1
+	// TemplateLive: write the Git Deployment (replicas, metadata) but keep
+	// the live template, because the Git one is refused or has just failed.
+	// With no live Deployment, create none.
+	TemplateLive
+	// TemplateRollback: write the Git Deployment with Rollback.Template in
+	// place of the Git template.
+	TemplateRollback
+)
+
+// String returns the source's name, for messages and test output.
+func (s TemplateSource) String() string {
+	switch s {
+	case TemplateGit:
+		return "git"
+	case TemplateLive:
+		return "live"
+	case TemplateRollback:
+		return "rollback"
+	}
+	return "unknown"
+}
+
+// RollingPlan is what PlanRolling decided: what to write into the live
+// Deployment and what to record.
+type RollingPlan struct {
+	// Status is the status to record in the annotations. When it equals
+	// the recorded one, there is nothing to record.
+	Status Status
+	// Template says which template the written Deployment carries.
+	Template TemplateSource
+	// Rollback is set when, and only when, Template is TemplateRollback.
+	Rollback *Rollback
+	// Progress is where the live rollout stands; zero without a live
+	// Deployment.
+	Progress Progress
+}
+
+// PlanRolling plans one step of a rolling workload from what Git wants
+// (desired), what was recorded in the status annotations (recorded, see
+// ReadStatus) and what runs (observed). It reads nothing else, so a
+// controller killed at any point and restarted plans the same step again.
+//
+// The controller executes the plan in one write of the Deployment: the Git
+// Deployment, with the template that plan.Template names and with
+// plan.Status.Annotations() as its status annotations, skipped when nothing
+// differs from the live object. If template and status must ever be written
+// apart, write the status first: a recorded failed hash with the failing
+// template still live plans the rollback again, while a restored template
+// without the failed hash recorded would be rolled forward again.
+//
+// In order, the first that applies:
+//
+//  1. The Git template is the failed one (DecideRevision refuses it): it is
+//     not started; the live template stays; Degraded. If the failed
+//     template is still live (the rollback was not written yet) and
+//     auto-rollback is on, the rollback is planned again.
+//  2. There is no live Deployment: create it from Git; Progressing.
+//  3. The Git template is not live yet (a new revision, a retry after a
+//     rollback, or drift): write it. If the Deployment still reports
+//     ProgressDeadlineExceeded from before, Degraded until it makes
+//     progress, so that the old condition, which outlives template
+//     changes, is not taken for a failure of the new template. Else
+//     Paused when the Deployment is paused, Progressing when not.
+//  4. The recorded phase is Degraded and the Deployment has not made
+//     progress since (deadline still exceeded, or the latest change not yet
+//     observed): stay Degraded and wait.
+//  5. The Deployment is paused: Paused.
+//  6. The Deployment controller has not observed the latest generation:
+//     Progressing; the status it reports is about an older spec.
+//  7. ProgressDeadlineExceeded: the revision failed. Its hash is recorded
+//     as failed; Degraded. With auto-rollback, the previous template is
+//     restored (see Rollback); with none to restore, or auto-rollback off,
+//     the failed template stays live.
+//  8. The live replica count is not the desired one: Progressing until the
+//     Git count is written.
+//  9. Every pod updated, ready and available, none old, and the Deployment
+//     controller reports the rollout complete: Healthy.
+//  10. Otherwise: Progressing, "3/4 updated, 3 available".
+func PlanRolling(desired Desired, recorded Status, observed RollingObserved) RollingPlan {
+	decision := DecideRevision(recorded, desired.Hash)
+	if decision.Action == RevisionRefused {
+		return planRefused(desired, recorded, observed)
+	}
+	plan := RollingPlan{
+		Status: Status{
+			Revision:   decision.Revision,
+			Hash:       desired.Hash,
+			FailedHash: recorded.FailedHash,
+			Commit:     desired.Commit,
+		},
+		Template: TemplateGit,
+	}
+	revision := describeRevision(decision.Revision, desired.Commit)
+	live := observed.Deployment
+	if live == nil {
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+		return plan
+	}
+
+	plan.Progress = measure(live, desired)
+	p := plan.Progress
+	isLive := LiveHash(live.Spec.Template) == desired.Hash
+	timedOut := deadlineExceeded(live)
+	caughtUp := live.Status.ObservedGeneration >= live.Generation
+	waiting := revision + ": waiting for the Deployment to make progress after its progress deadline was exceeded"
+
+	switch {
+	case !isLive && timedOut:
+		plan.Status.Phase, plan.Status.Message = PhaseDegraded, waiting
+	case !isLive && live.Spec.Paused:
+		plan.Status.Phase, plan.Status.Message = PhasePaused, "paused before rolling out "+revision
+	case !isLive:
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+	case recorded.Phase == PhaseDegraded && (timedOut || !caughtUp):
+		plan.Status.Phase, plan.Status.Message = PhaseDegraded, waiting
+	case live.Spec.Paused:
+		plan.Status.Phase = PhasePaused
+		plan.Status.Message = fmt.Sprintf("paused at %d/%d updated", p.Updated, p.Replicas)
+	case !caughtUp:
+		plan.Status.Phase = PhaseProgressing
+		plan.Status.Message = fmt.Sprintf("waiting for the Deployment controller to observe generation %d (observed %d)",
+			live.Generation, live.Status.ObservedGeneration)
+	case timedOut:
+		return planFailure(plan, desired, recorded, observed)
+	case liveReplicas(live) != p.Replicas:
+		plan.Status.Phase = PhaseProgressing
+		plan.Status.Message = fmt.Sprintf("scaling from %d to %d replicas", liveReplicas(live), p.Replicas)
+	case p.complete() && rolloutComplete(live):
+		plan.Status.Phase = PhaseHealthy
+		plan.Status.Message = fmt.Sprintf("%d/%d available", p.Available, p.Replicas)
+	default:
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message()
+	}
+	return plan
+}
+
+// planFailure plans the step after the live revision, the Git one, ran out
+// of its progress deadline: record its hash as failed, and restore the
+// previous template when auto-rollback is on and there is one.
+func planFailure(plan RollingPlan, desired Desired, recorded Status, observed RollingObserved) RollingPlan {
+	live := observed.Deployment
+	reason := deadlineReason(live)
+	plan.Status.Phase = PhaseDegraded
+	plan.Status.FailedHash = desired.Hash
+	plan.Template = TemplateLive
+	switch target := rollbackTarget(live, observed.ReplicaSets, desired.Hash, recorded.FailedHash); {
+	case !desired.AutoRollback:
+		plan.Status.Message = fmt.Sprintf("revision %d failed: %s; auto-rollback is off", plan.Status.Revision, reason)
+	case target == nil:
+		plan.Status.Message = fmt.Sprintf("revision %d failed: %s; no previous template to roll back to", plan.Status.Revision, reason)
+	default:
+		rb := newRollback(target, desired.Hash)
+		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(reason)
+	}
+	return plan
+}
+
+// planRefused plans the step while Git asks for the template that failed:
+// the recorded revision and hash stay, the live template stays, and the
+// workload is Degraded until Git changes or a retry. The recorded message
+// stays when the workload was already Degraded, so that planning again
+// changes nothing. If the failed template is still live, the failure was
+// recorded but not acted on: the rollback is planned (again) when
+// auto-rollback is on.
+func planRefused(desired Desired, recorded Status, observed RollingObserved) RollingPlan {
+	plan := RollingPlan{Status: recorded, Template: TemplateLive}
+	plan.Status.Phase = PhaseDegraded
+	plan.Status.Commit = desired.Commit
+	failed := recorded.FailedHash
+	keep := func(message string) string {
+		if recorded.Phase == PhaseDegraded && recorded.Message != "" {
+			return recorded.Message
+		}
+		return message
+	}
+	refused := fmt.Sprintf("template %s failed; not started again until Git changes it or a retry", failed)
+
+	live := observed.Deployment
+	if live == nil {
+		plan.Status.Message = keep(refused)
+		return plan
+	}
+	plan.Progress = measure(live, desired)
+	if LiveHash(live.Spec.Template) != failed {
+		plan.Status.Message = keep(refused)
+		return plan
+	}
+
+	reason := "its template is marked failed"
+	if deadlineExceeded(live) {
+		reason = deadlineReason(live)
+	}
+	switch target := rollbackTarget(live, observed.ReplicaSets, failed); {
+	case !desired.AutoRollback:
+		plan.Status.Message = keep(fmt.Sprintf("revision %d failed: %s; auto-rollback is off", recorded.Revision, reason))
+	case target == nil:
+		plan.Status.Message = keep(fmt.Sprintf("revision %d failed: %s; no previous template to roll back to", recorded.Revision, reason))
+	default:
+		rb := newRollback(target, failed)
+		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(reason)
+	}
+	return plan
+}
