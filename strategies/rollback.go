@@ -101,10 +101,10 @@ func newRollback(rs *appsv1.ReplicaSet, failedHash string) Rollback {
 // "rolled back to revision 3 (commit abc1234): progress deadline exceeded
 // after 600s", or, when the revision is unknown, "rolled back to the
 // template of ReplicaSet web-5d9f8b7c4: ...".
-func (rb Rollback) message(reason string) string {
+func (rb Rollback) message(failed, reason string) string {
 	target := "the template of ReplicaSet " + rb.ReplicaSet
 	if rb.Revision > 0 {
 		target = describeRevision(rb.Revision, rb.Commit)
 	}
-	return fmt.Sprintf("rolled back to %s: %s", target, reason)
+	return fmt.Sprintf("%s failed: %s; rolled back to %s", failed, reason, target)
 }

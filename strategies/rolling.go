@@ -108,7 +108,8 @@ type RollingPlan struct {
 //     observed): stay Degraded and wait.
 //  5. The Deployment is paused: Paused.
 //  6. The Deployment controller has not observed the latest generation:
-//     Progressing; the status it reports is about an older spec.
+//     the recorded phase and message stay; the status it reports is about
+//     an older spec, and our own status writes bump the generation too.
 //  7. ProgressDeadlineExceeded: the revision failed. Its hash is recorded
 //     as failed; Degraded. With auto-rollback, the previous template is
 //     restored (see Rollback); with none to restore, or auto-rollback off,
@@ -159,9 +160,16 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 		plan.Status.Phase = PhasePaused
 		plan.Status.Message = fmt.Sprintf("paused at %d/%d updated", p.Updated, p.Replicas)
 	case !caughtUp:
-		plan.Status.Phase = PhaseProgressing
-		plan.Status.Message = fmt.Sprintf("waiting for the Deployment controller to observe generation %d (observed %d)",
-			live.Generation, live.Status.ObservedGeneration)
+		// The Deployment controller has not observed the latest write, so
+		// its counts describe an older spec. Every status write is such a
+		// write (on a Deployment, a change of annotations bumps the
+		// generation too), so keep what is recorded instead of reporting
+		// the lag: a report would be one more write, one more generation,
+		// and the lag again.
+		plan.Status.Phase, plan.Status.Message = recorded.Phase, recorded.Message
+		if plan.Status.Phase == "" {
+			plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+		}
 	case timedOut:
 		return planFailure(plan, desired, recorded, observed)
 	case liveReplicas(live) != p.Replicas:
@@ -192,7 +200,8 @@ func planFailure(plan RollingPlan, desired Desired, recorded Status, observed Ro
 		plan.Status.Message = fmt.Sprintf("revision %d failed: %s; no previous template to roll back to", plan.Status.Revision, reason)
 	default:
 		rb := newRollback(target, desired.Hash)
-		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(reason)
+		failed := describeRevision(plan.Status.Revision, desired.Commit)
+		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(failed, reason)
 	}
 	return plan
 }
@@ -239,7 +248,8 @@ func planRefused(desired Desired, recorded Status, observed RollingObserved) Rol
 		plan.Status.Message = keep(fmt.Sprintf("revision %d failed: %s; no previous template to roll back to", recorded.Revision, reason))
 	default:
 		rb := newRollback(target, failed)
-		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(reason)
+		what := describeRevision(recorded.Revision, recorded.Commit)
+		plan.Template, plan.Rollback, plan.Status.Message = TemplateRollback, &rb, rb.message(what, reason)
 	}
 	return plan
 }

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestPlanRolling(t *testing.T) {
 	healthy3 := Status{Phase: PhaseHealthy, Revision: 3, Hash: h3, Commit: commitV3, Message: "4/4 available"}
 	progressing4 := Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, Commit: commitV4, Message: "rolling out revision 4 (commit def5678)"}
 	rolledBack4 := Status{Phase: PhaseDegraded, Revision: 4, Hash: h4, FailedHash: h4, Commit: commitV4,
-		Message: "rolled back to revision 3 (commit abc1234): progress deadline exceeded after 10s"}
+		Message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 3 (commit abc1234)"}
 	failedNoRollback4 := Status{Phase: PhaseDegraded, Revision: 4, Hash: h4, FailedHash: h4, Commit: commitV4,
 		Message: "revision 4 failed: progress deadline exceeded after 10s; auto-rollback is off"}
 	updating := withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")
@@ -140,11 +141,11 @@ func TestPlanRolling(t *testing.T) {
 			want:     wantPlan{phase: PhasePaused, message: "paused before rolling out revision 4 (commit def5678)", template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
-			name:     "generation not yet observed",
+			name:     "generation not yet observed: the recorded status stays",
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, withGeneration(3, 2))},
-			want: wantPlan{phase: PhaseProgressing, message: "waiting for the Deployment controller to observe generation 3 (observed 2)",
+			want: wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)",
 				template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
@@ -152,7 +153,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, withGeneration(3, 2), timedOut)},
-			want: wantPlan{phase: PhaseProgressing, message: "waiting for the Deployment controller to observe generation 3 (observed 2)",
+			want: wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)",
 				template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
@@ -160,7 +161,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, timedOut, withPods(5, 2, 3, 3)), ReplicaSets: []*appsv1.ReplicaSet{rs1, rs4, rs3}},
-			want: wantPlan{phase: PhaseDegraded, message: "rolled back to revision 3 (commit abc1234): progress deadline exceeded after 10s",
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 3 (commit abc1234)",
 				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4,
 				rollbackTo: rs3, rollbackRevision: 3, rollbackCommit: commitV3},
 		},
@@ -169,7 +170,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, FailedHash: hBad, Commit: commitV4},
 			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs1, rsBad, rs4}},
-			want: wantPlan{phase: PhaseDegraded, message: "rolled back to revision 1 (commit 1111111): progress deadline exceeded after 10s",
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 1 (commit 1111111)",
 				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4,
 				rollbackTo: rs1, rollbackRevision: 1, rollbackCommit: commitV1},
 		},
@@ -178,7 +179,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs3Contaminated, rs4}},
-			want: wantPlan{phase: PhaseDegraded, message: "rolled back to the template of ReplicaSet web-33333: progress deadline exceeded after 10s",
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to the template of ReplicaSet web-33333",
 				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4, rollbackTo: rs3Contaminated},
 		},
 		{
@@ -223,7 +224,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: rolledBack4,
 			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs3, rs4}},
-			want: wantPlan{phase: PhaseDegraded, message: "rolled back to revision 3 (commit abc1234): progress deadline exceeded after 10s",
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 3 (commit abc1234)",
 				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4,
 				rollbackTo: rs3, rollbackRevision: 3, rollbackCommit: commitV3},
 		},
@@ -232,7 +233,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: failedNoRollback4,
 			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs3, rs4}},
-			want: wantPlan{phase: PhaseDegraded, message: "rolled back to revision 3 (commit abc1234): progress deadline exceeded after 10s",
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 3 (commit abc1234)",
 				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4,
 				rollbackTo: rs3, rollbackRevision: 3, rollbackCommit: commitV3},
 		},
@@ -414,7 +415,8 @@ func TestPlanRollingIsIdempotent(t *testing.T) {
 }
 
 // execute writes plan into a copy of observed as the controller would:
-// a rollback's template replaces the live one and bumps the generation.
+// a rollback's template replaces the live one, new status annotations are
+// written, and either bumps the generation.
 // caughtUp says whether the Deployment controller has observed it yet; its
 // ProgressDeadlineExceeded condition stays either way, as it does until
 // the Deployment makes progress.
@@ -422,6 +424,10 @@ func execute(plan RollingPlan, observed RollingObserved, caughtUp bool) RollingO
 	live := observed.Deployment.DeepCopy()
 	if plan.Template == TemplateRollback {
 		live.Spec.Template = *plan.Rollback.Template.DeepCopy()
+		live.Generation++
+	} else if !maps.Equal(plan.Status.Annotations(), live.Annotations) {
+		// On a Deployment, writing annotations bumps the generation too.
+		live.Annotations = plan.Status.Annotations()
 		live.Generation++
 	}
 	if caughtUp {
