@@ -6,21 +6,13 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-)
 
-// Field managers of the rollout controller.
-const (
-	// FieldManager is the server-side apply field manager of the
-	// Deployments the controller writes.
-	FieldManager = "plimsoll-rollout"
-
-	// passthroughWorkers is how many Deployments Passthrough applies at once.
-	passthroughWorkers = 8
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // DeploymentSink takes the Deployments of a synced commit that need a
@@ -33,41 +25,93 @@ type DeploymentSink interface {
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 }
 
-// Passthrough is a DeploymentSink that applies each Deployment as it is in
-// Git with server-side apply, leaving the rollout to the native Deployment
-// controller, with no plimsoll strategy, status or rollback.
-type Passthrough struct {
-	client kubernetes.Interface
-}
+var _ DeploymentSink = (*Controller)(nil)
 
-// NewPassthrough returns a Passthrough that writes with client.
-func NewPassthrough(client kubernetes.Interface) *Passthrough {
-	return &Passthrough{client: client}
-}
-
-// SyncDeployments applies every Deployment, passthroughWorkers at a time,
-// and reports every failure.
-func (p *Passthrough) SyncDeployments(ctx context.Context, commit, _ string, desired []*appsv1.Deployment) error {
-	errs := make([]error, len(desired))
-	var g errgroup.Group
-	g.SetLimit(passthroughWorkers)
-	for i, d := range desired {
-		g.Go(func() error {
-			key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
-			body, err := json.Marshal(d)
-			if err != nil {
-				errs[i] = fmt.Errorf("encode Deployment %s: %w", key, err)
-				return nil
-			}
-			force := true
-			_, err = p.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.ApplyPatchType, body,
-				metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-			if err != nil {
-				errs[i] = fmt.Errorf("apply Deployment %s of commit %.7s: %w", key, commit, err)
-			}
-			return nil
-		})
+// SyncDeployments plans each Git Deployment against what runs and writes
+// it, in one server-side apply, with the template the plan names (Git's
+// for a new revision, the live one for a refused revision, the previous one
+// for a rollback) and the status annotations. It reads the cluster
+// directly rather than through the informers, so it also works for a
+// one-shot sync with no controller running; the reconcile loop takes over
+// from the write.
+func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
+	var errs []error
+	for _, d := range desired {
+		if err := c.syncDeployment(ctx, commit, subject, d); err != nil {
+			errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %.7s: %w", d.Namespace, d.Name, commit, err))
+			continue
+		}
+		c.queue.Add(d.Namespace + "/" + d.Name)
 	}
-	_ = g.Wait() // every failure is in errs
 	return errors.Join(errs...)
+}
+
+func (c *Controller) syncDeployment(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
+	live, err := c.client.AppsV1().Deployments(git.Namespace).Get(ctx, git.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return fmt.Errorf("read the live Deployment: %w", err)
+	}
+	recorded := strategies.Status{}
+	var rsets []*appsv1.ReplicaSet
+	if live != nil {
+		if recorded, err = strategies.ReadStatus(live.Annotations); err != nil {
+			return err
+		}
+		list, err := c.client.AppsV1().ReplicaSets(git.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{strategies.LabelWorkload: git.Name}.String(),
+		})
+		if err != nil {
+			return fmt.Errorf("list the ReplicaSets: %w", err)
+		}
+		for i := range list.Items {
+			rsets = append(rsets, &list.Items[i])
+		}
+	}
+	want := strategies.Desired{
+		Hash:         strategies.TemplateHash(git.Spec.Template),
+		Replicas:     git.Spec.Replicas,
+		AutoRollback: autoRollback(git.Annotations),
+		Commit:       commit,
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: rsets})
+	if plan.Template == strategies.TemplateLive && live == nil {
+		c.log.Info("not creating a Deployment whose template is refused", "workload", git.Namespace+"/"+git.Name)
+		return nil
+	}
+
+	obj := git.DeepCopy()
+	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	obj.Status = appsv1.DeploymentStatus{}
+	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
+	setLabel(&obj.ObjectMeta, strategies.LabelWorkload, git.Name)
+	for k, v := range plan.Status.Annotations() {
+		setAnnotation(&obj.ObjectMeta, k, v)
+	}
+	switch plan.Template {
+	case strategies.TemplateGit:
+		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
+		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
+	case strategies.TemplateLive:
+		obj.Spec.Template = live.Spec.Template
+		keepAnnotation(obj, live, AnnotationChangeCause)
+	case strategies.TemplateRollback:
+		obj.Spec.Template = workloadTemplate(plan.Rollback.Template, git.Name)
+		keepAnnotation(obj, live, AnnotationChangeCause)
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode the Deployment: %w", err)
+	}
+	force := true
+	_, err = c.client.AppsV1().Deployments(git.Namespace).Patch(ctx, git.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	c.log.Info("applied workload", "workload", git.Namespace+"/"+git.Name, "revision", plan.Status.Revision,
+		"commit", short(commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
+	return nil
 }

@@ -96,9 +96,22 @@ func (o *runOptions) run(ctx context.Context) error {
 	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
 		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
 	if !o.leaderElect {
-		return d.syncer.Run(ctx)
+		return d.run(ctx)
 	}
 	return o.runAsLeader(ctx, d, log)
+}
+
+// run runs the rollout controller and the syncer until ctx ends or one of
+// them fails.
+func (d *daemon) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- d.rollouts.Run(ctx) }()
+	go func() { errs <- d.syncer.Run(ctx) }()
+	err := <-errs
+	cancel()
+	return errors.Join(err, <-errs)
 }
 
 // serve starts the HTTP endpoints and returns the server and the address it
@@ -161,7 +174,7 @@ func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logge
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", id)
-				runErr = d.syncer.Run(ctx)
+				runErr = d.run(ctx)
 			},
 			OnStoppedLeading: func() { log.Info("stopped leading", "identity", id) },
 		},

@@ -22,6 +22,7 @@ import (
 // daemon is everything a sync needs, wired.
 type daemon struct {
 	syncer          *psync.Syncer
+	rollouts        *rollout.Controller
 	client          kubernetes.Interface
 	statusNamespace string
 }
@@ -60,6 +61,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
 
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log})
 	var metrics *psync.Metrics
 	if reg != nil {
 		metrics = psync.NewMetrics(reg)
@@ -75,11 +77,11 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 		Source:      src,
 		Applier:     apply.New(apply.Config{Dynamic: dyn, Mapper: mapper, SyncName: o.syncName}),
 		Store:       inventory.NewStore(client, statusNS, o.syncName),
-		Deployments: rollout.NewPassthrough(client),
+		Deployments: rollouts,
 		Events:      psync.NewEvents(client, clk, log),
 		Metrics:     metrics,
 		Log:         log,
 		Clock:       clk,
 	})
-	return &daemon{syncer: syncer, client: client, statusNamespace: statusNS}, nil
+	return &daemon{syncer: syncer, rollouts: rollouts, client: client, statusNamespace: statusNS}, nil
 }

@@ -106,7 +106,7 @@ func TestDaemonRestoresDrift(t *testing.T) {
 	head := s.repo.commit("base", baseTree())
 	startDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
-	waitForComplete(t, s.ns, "web", 1)
+	waitForPhase(t, s.ns, "web", "Healthy") // the controllers are done writing
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 
@@ -175,4 +175,16 @@ func TestDaemonWebhook(t *testing.T) {
 	}
 	s.waitForCommit(t, second)
 	t.Logf("webhook latency: POST to commit applied in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// waitForPhase waits until the workload's plimsoll.dev/phase is phase.
+func waitForPhase(t *testing.T, ns, name, phase string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("workload %s/%s to be %s", ns, name, phase), func(ctx context.Context) (bool, error) {
+		d, err := suite.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Annotations["plimsoll.dev/phase"] == phase, nil
+	})
 }

@@ -29,7 +29,7 @@ func TestSourceOutage(t *testing.T) {
 	d := startDaemon(t, s, "--interval", "500ms", "--git-timeout", "1s",
 		"--git-username", "deploy", "--git-password-env", "E2E_GIT_PASSWORD")
 	s.waitForCommit(t, first)
-	waitForComplete(t, s.ns, "web", 1)
+	waitForPhase(t, s.ns, "web", "Healthy")
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 

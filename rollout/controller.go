@@ -1,0 +1,197 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// Keys, values, reasons and defaults of the rollout controller.
+const (
+	// AnnotationStrategy names the strategy of a workload in Git: rolling
+	// (the default), blue-green or canary.
+	AnnotationStrategy = "plimsoll.dev/strategy"
+	// AnnotationAutoRollback, "false" in Git, keeps a failed revision in
+	// place instead of restoring the previous template.
+	AnnotationAutoRollback = "plimsoll.dev/auto-rollback"
+	// AnnotationCommand carries a command for the controller; it clears it
+	// once acted on.
+	AnnotationCommand = "plimsoll.dev/command"
+	// AnnotationChangeCause is what `kubectl rollout history` lists; the
+	// controller sets it to "<short commit> <subject>".
+	AnnotationChangeCause = "kubernetes.io/change-cause"
+
+	// Commands.
+	CommandPause  = "pause"
+	CommandResume = "resume"
+	CommandRetry  = "retry"
+
+	// StrategyRolling is the default strategy.
+	StrategyRolling = "rolling"
+
+	// FieldManager is the server-side apply field manager of the
+	// Deployments the controller writes.
+	FieldManager = "plimsoll-rollout"
+	// Component is the source of the controller's Events.
+	Component = "plimsoll-rollout"
+
+	// ReasonRolledBack is the Event reason of an automatic rollback.
+	ReasonRolledBack = "RolledBack"
+	// ReasonRolloutFailed is the Event reason of a failed revision that is
+	// not rolled back.
+	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonCommand is the Event reason of a command acted on.
+	ReasonCommand = "Command"
+
+	// DefaultWorkers is how many workloads are reconciled at once.
+	DefaultWorkers = 4
+	// resyncPeriod re-lists the informers' objects now and then, so a
+	// missed event is made up for.
+	resyncPeriod = 10 * time.Minute
+	shortCommit  = 7
+)
+
+// Config wires a Controller.
+type Config struct {
+	Client  kubernetes.Interface
+	Log     *slog.Logger
+	Workers int
+}
+
+// Controller is the embedded rollout controller: the DeploymentSink that
+// takes the Deployments of each synced commit and the reconcile loop that
+// follows their rollouts. Workloads are keyed "namespace/name" and found
+// by the plimsoll.dev/workload label, which the controller puts on every
+// Deployment and pod template it writes.
+type Controller struct {
+	client   kubernetes.Interface
+	log      *slog.Logger
+	workers  int
+	factory  informers.SharedInformerFactory
+	deploys  appslisters.DeploymentLister
+	rsets    appslisters.ReplicaSetLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	events   record.EventRecorder
+	eventsBC record.EventBroadcaster
+}
+
+// New returns a Controller. Its informers watch only objects labelled
+// plimsoll.dev/workload, so memory does not grow with unrelated objects.
+func New(cfg Config) *Controller {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
+	deployInformer := factory.Apps().V1().Deployments()
+	rsInformer := factory.Apps().V1().ReplicaSets()
+	bc := record.NewBroadcaster()
+	c := &Controller{
+		client:   cfg.Client,
+		log:      cfg.Log,
+		workers:  cfg.Workers,
+		factory:  factory,
+		deploys:  deployInformer.Lister(),
+		rsets:    rsInformer.Lister(),
+		synced:   []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced},
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
+		eventsBC: bc,
+	}
+	_, _ = deployInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueDeployment,
+		UpdateFunc: func(_, obj any) { c.enqueueDeployment(obj) },
+		DeleteFunc: c.enqueueDeployment,
+	})
+	_, _ = rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: c.enqueueOwner,
+	})
+	return c
+}
+
+// Run starts the informers and the workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.eventsBC.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.eventsBC.Shutdown()
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
+	}
+	c.log.Info("rollout controller started", "workers", c.workers)
+	for i := 0; i < c.workers; i++ {
+		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+// processNext reconciles one workload: Forget on success, AddRateLimited on
+// error.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.reconcile(ctx, key); err != nil {
+		c.log.Info("reconcile failed; retrying", "workload", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) enqueueDeployment(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	c.queue.Add(d.Namespace + "/" + d.Name)
+}
+
+// enqueueOwner queues the Deployment that owns a ReplicaSet.
+func (c *Controller) enqueueOwner(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return
+	}
+	if owner := metav1.GetControllerOf(rs); owner != nil && owner.Kind == "Deployment" {
+		c.queue.Add(rs.Namespace + "/" + owner.Name)
+	}
+}

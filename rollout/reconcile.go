@@ -1,0 +1,165 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// reconcile brings one workload a step further, reading like the checklist
+// it is: deleted? command pending? then the strategy's plan, executed in
+// one write, skipped when nothing changes.
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key this controller made; nothing to retry
+	}
+	cached, err := c.deploys.Deployments(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: nothing to roll out
+	}
+	if err != nil {
+		return fmt.Errorf("read Deployment %s: %w", key, err)
+	}
+	live := cached.DeepCopy()
+	if strategy := live.Annotations[AnnotationStrategy]; strategy != "" && strategy != StrategyRolling {
+		return nil // another strategy's Deployment
+	}
+	recorded, err := strategies.ReadStatus(live.Annotations)
+	if err != nil {
+		return err
+	}
+	if recorded.Hash == "" {
+		return nil // not written by the sink yet
+	}
+	if cmd := live.Annotations[AnnotationCommand]; cmd != "" {
+		return c.command(ctx, live, recorded, cmd)
+	}
+
+	rsets, err := c.rsets.ReplicaSets(ns).List(labels.SelectorFromSet(labels.Set{strategies.LabelWorkload: name}))
+	if err != nil {
+		return fmt.Errorf("list ReplicaSets of %s: %w", key, err)
+	}
+	want := strategies.Desired{
+		Hash:         recorded.Hash,
+		Replicas:     live.Spec.Replicas,
+		AutoRollback: autoRollback(live.Annotations),
+		Commit:       recorded.Commit,
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: rsets})
+
+	updated := live.DeepCopy()
+	writeStatus(updated, plan.Status)
+	if plan.Template == strategies.TemplateRollback {
+		updated.Spec.Template = workloadTemplate(plan.Rollback.Template, name)
+	}
+	if maps.Equal(updated.Annotations, live.Annotations) && plan.Template != strategies.TemplateRollback {
+		return nil
+	}
+	if _, err := c.client.AppsV1().Deployments(ns).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("write status of %s: %w", key, err)
+	}
+	c.log.Info("workload status", "workload", key, "revision", plan.Status.Revision, "commit", short(plan.Status.Commit),
+		"phase", string(plan.Status.Phase), "message", plan.Status.Message)
+	switch {
+	case plan.Template == strategies.TemplateRollback:
+		c.events.Event(updated, corev1.EventTypeWarning, ReasonRolledBack, plan.Status.Message)
+	case plan.Status.FailedHash != "" && plan.Status.FailedHash != recorded.FailedHash:
+		c.events.Event(updated, corev1.EventTypeWarning, ReasonRolloutFailed, plan.Status.Message)
+	}
+	return nil
+}
+
+// command acts on the plimsoll.dev/command annotation and clears it in the
+// same write: pause and resume set spec.paused, retry forgets the failed
+// hash so that the next sync starts the Git template again.
+func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
+	updated := live.DeepCopy()
+	delete(updated.Annotations, AnnotationCommand)
+	var did string
+	switch strings.TrimSpace(cmd) {
+	case CommandPause:
+		updated.Spec.Paused, did = true, "paused"
+	case CommandResume:
+		updated.Spec.Paused, did = false, "resumed"
+	case CommandRetry:
+		writeStatus(updated, strategies.Retry(recorded))
+		did = "cleared the failed template; the next sync rolls out the Git template again"
+	default:
+		did = fmt.Sprintf("ignored unknown command %q (want pause, resume or retry)", cmd)
+	}
+	if _, err := c.client.AppsV1().Deployments(live.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("act on command %q: %w", cmd, err)
+	}
+	c.log.Info("command", "workload", live.Namespace+"/"+live.Name, "command", cmd, "result", did)
+	c.events.Event(updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
+	return nil
+}
+
+// writeStatus replaces the status annotations of d with s's.
+func writeStatus(d *appsv1.Deployment, s strategies.Status) {
+	for _, k := range []string{strategies.AnnotationPhase, strategies.AnnotationRevision, strategies.AnnotationTemplateHash,
+		strategies.AnnotationFailedHash, strategies.AnnotationCommit, strategies.AnnotationMessage} {
+		delete(d.Annotations, k)
+	}
+	for k, v := range s.Annotations() {
+		setAnnotation(&d.ObjectMeta, k, v)
+	}
+}
+
+// workloadTemplate is t labelled with its workload and stamped with its
+// hash (see strategies.Stamp).
+func workloadTemplate(t corev1.PodTemplateSpec, workload string) corev1.PodTemplateSpec {
+	t = *t.DeepCopy()
+	setLabel(&t.ObjectMeta, strategies.LabelWorkload, workload)
+	return strategies.Stamp(t)
+}
+
+func autoRollback(annotations map[string]string) bool {
+	return annotations[AnnotationAutoRollback] != "false"
+}
+
+// changeCause is "<short commit> <subject>", what kubectl rollout history
+// shows for the revision.
+func changeCause(commit, subject string) string {
+	return strings.TrimSpace(short(commit) + " " + subject)
+}
+
+func short(commit string) string {
+	if len(commit) > shortCommit {
+		return commit[:shortCommit]
+	}
+	return commit
+}
+
+func setLabel(m *metav1.ObjectMeta, k, v string) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[k] = v
+}
+
+func setAnnotation(m *metav1.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
+}
+
+// keepAnnotation copies key from live to obj, so that an apply without a
+// new template does not drop it.
+func keepAnnotation(obj, live *appsv1.Deployment, key string) {
+	if v, ok := live.Annotations[key]; ok {
+		setAnnotation(&obj.ObjectMeta, key, v)
+	}
+}
