@@ -47,6 +47,10 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 }
 
 func (c *Controller) syncDeployment(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
+	if strategy := git.Annotations[AnnotationStrategy]; strategy != "" && strategy != StrategyRolling {
+		return fmt.Errorf("annotation %s: strategy %q is not available; this version rolls out with %q only",
+			AnnotationStrategy, strategy, StrategyRolling)
+	}
 	live, err := c.client.AppsV1().Deployments(git.Namespace).Get(ctx, git.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -347,26 +347,25 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, commit source.Co
 	if s.cfg.Deployments == nil {
 		return nil, nil
 	}
-	var deps []*appsv1.Deployment
 	var changes []apply.Change
+	var errs []error
 	for _, it := range plan.Writes() {
 		if !isDeployment(it) {
 			continue
 		}
 		d := &appsv1.Deployment{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-			return nil, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)}
+			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)})
+			continue
 		}
-		deps = append(deps, d)
+		// One at a time, so that a refusal names the file and document.
+		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{d}); err != nil {
+			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)})
+			continue
+		}
 		changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
 	}
-	if len(deps) == 0 {
-		return nil, nil
-	}
-	if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deps); err != nil {
-		return nil, fmt.Errorf("hand %d Deployments to the rollout controller: %w", len(deps), err)
-	}
-	return changes, nil
+	return changes, errors.Join(errs...)
 }
 
 // stale records a failure to read the source: the cluster keeps running the

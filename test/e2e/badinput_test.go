@@ -84,6 +84,8 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			want: []string{"gizmo.yaml, document 1", "field kind"}},
 		{name: "schema error rejected by the API server", files: map[string]string{"deployment.yaml": strings.Replace(webDeploymentYAML(1, goodImage), "replicas: 1", "replicas: -1", 1)},
 			want: []string{"deployment.yaml, document 1", "spec.replicas"}},
+		{name: "strategy not available", files: map[string]string{"deployment.yaml": strings.Replace(webDeploymentYAML(1, goodImage), "  name: web\n", "  name: web\n  annotations:\n    plimsoll.dev/strategy: canary\n", 1)},
+			want: []string{"deployment.yaml, document 1", "plimsoll.dev/strategy", `"canary" is not available`}},
 		{name: "immutable field change", files: map[string]string{"config.yaml": strings.Replace(good["config.yaml"], "k: v1", "k: v2", 1)},
 			want: []string{"config.yaml, document 2", "immutable", "plimsoll.dev/force"}},
 		{name: "absolute symlink", link: [2]string{"passwd.yaml", "/etc/passwd"},

@@ -300,3 +300,32 @@ func TestRollingSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("image %s after restart, want v2", dep.Spec.Template.Spec.Containers[0].Image)
 	}
 }
+
+// TestRollingRetry clears a failed hash with the retry command: the next
+// sync rolls the same template out again (and, since it still cannot run,
+// it fails and is rolled back again).
+func TestRollingRetry(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:v1")})
+	startDaemon(t, s, "--interval", "1s")
+	waitForRevision(t, s.ns, 1, "Healthy")
+	s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:does-not-exist")})
+	failed := waitForRevision(t, s.ns, 2, "Degraded").Annotations["plimsoll.dev/failed-hash"]
+	if failed == "" {
+		t.Fatal("no failed-hash after the failure")
+	}
+
+	annotate(t, s.ns, "plimsoll.dev/command", "retry")
+	waitFor(t, "the failed template to be tried again", func(ctx context.Context) (bool, error) {
+		_, unready := podImages(t, s.ns)
+		return slices.Contains(unready, "registry.example/web:does-not-exist"), nil
+	})
+	waitFor(t, "the retried template to fail again and be rolled back", func(ctx context.Context) (bool, error) {
+		d := workload(t, s.ns)
+		_, pending := d.Annotations["plimsoll.dev/command"]
+		ready, unready := podImages(t, s.ns)
+		return !pending && d.Annotations["plimsoll.dev/phase"] == "Degraded" && d.Annotations["plimsoll.dev/failed-hash"] == failed &&
+			len(unready) == 0 && len(ready) == 2, nil
+	})
+	t.Logf("after the retry: %s", workload(t, s.ns).Annotations["plimsoll.dev/message"])
+}
