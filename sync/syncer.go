@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,8 @@ const (
 	ReasonHeld = "SyncHeld"
 
 	shortHash = 7
+	// handOffWorkers is how many Deployments are handed over at once.
+	handOffWorkers = 8
 )
 
 // ErrHeld is returned by SyncOnce when a sync window holds the change: the
@@ -347,23 +350,36 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, commit source.Co
 	if s.cfg.Deployments == nil {
 		return nil, nil
 	}
-	var changes []apply.Change
-	var errs []error
+	var items []*apply.Item
 	for _, it := range plan.Writes() {
-		if !isDeployment(it) {
-			continue
+		if isDeployment(it) {
+			items = append(items, it)
 		}
-		d := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)})
-			continue
+	}
+	// One Deployment a call, so that a refusal names the file and document;
+	// handOffWorkers calls at a time.
+	errs := make([]error, len(items))
+	var g errgroup.Group
+	g.SetLimit(handOffWorkers)
+	for i, it := range items {
+		g.Go(func() error {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
+				errs[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)}
+				return nil
+			}
+			if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{d}); err != nil {
+				errs[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every failure is in errs
+	var changes []apply.Change
+	for i, it := range items {
+		if errs[i] == nil {
+			changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
 		}
-		// One at a time, so that a refusal names the file and document.
-		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{d}); err != nil {
-			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)})
-			continue
-		}
-		changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
 	}
 	return changes, errors.Join(errs...)
 }
