@@ -18,7 +18,7 @@ func baseTree() map[string]string {
 		"config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  color: blue\n---\n" +
 			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\nimmutable: true\ndata:\n  k: v1\n",
 		"service.yaml":    "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n  - port: 80\n",
-		"deployment.yaml": webDeploymentYAML(1, goodImage),
+		"deployment.yaml": rollingDeployment(1, goodImage),
 	}
 }
 
@@ -82,9 +82,9 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			want: []string{"more/dup.yaml, document 1", "config.yaml, document 1"}},
 		{name: "unknown kind", files: map[string]string{"gizmo.yaml": "apiVersion: gizmos.example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\n"},
 			want: []string{"gizmo.yaml, document 1", "field kind"}},
-		{name: "schema error rejected by the API server", files: map[string]string{"deployment.yaml": strings.Replace(webDeploymentYAML(1, goodImage), "replicas: 1", "replicas: -1", 1)},
+		{name: "schema error rejected by the API server", files: map[string]string{"deployment.yaml": strings.Replace(rollingDeployment(1, goodImage), "replicas: 1", "replicas: -1", 1)},
 			want: []string{"deployment.yaml, document 1", "spec.replicas"}},
-		{name: "strategy not available", files: map[string]string{"deployment.yaml": strings.Replace(webDeploymentYAML(1, goodImage), "  name: web\n", "  name: web\n  annotations:\n    plimsoll.dev/strategy: canary\n", 1)},
+		{name: "strategy not available", files: map[string]string{"deployment.yaml": strings.Replace(rollingDeployment(1, goodImage), "  name: web\n", "  name: web\n  annotations:\n    plimsoll.dev/strategy: canary\n", 1)},
 			want: []string{"deployment.yaml, document 1", "plimsoll.dev/strategy", `"canary" is not available`}},
 		{name: "immutable field change", files: map[string]string{"config.yaml": strings.Replace(good["config.yaml"], "k: v1", "k: v2", 1)},
 			want: []string{"config.yaml, document 2", "immutable", "plimsoll.dev/force"}},

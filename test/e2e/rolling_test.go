@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// rollingDeployment is the Git manifest of a rolling workload.
+// rollingDeployment is the Git manifest of a Deployment "web" with a
+// progress deadline of 10 s, so that a failing revision is noticed soon;
+// annotations are key, value pairs.
 func rollingDeployment(replicas int, image string, annotations ...string) string {
 	meta := ""
 	if len(annotations) > 0 {

@@ -95,7 +95,7 @@ spec:
 `, f.group),
 		"widget.yaml":     fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n", f.group),
 		"service.yaml":    "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n  - port: 80\n",
-		"deployment.yaml": webDeploymentYAML(2, goodImage),
+		"deployment.yaml": rollingDeployment(2, goodImage),
 	}
 }
 
@@ -123,25 +123,6 @@ func (f firstTree) cleanup(t *testing.T) {
 		_ = suite.dynamic.Resource(crds).Delete(ctx, "widgets."+f.group, metav1.DeleteOptions{})
 		_ = suite.client.CoreV1().Namespaces().Delete(ctx, f.extraNS, metav1.DeleteOptions{})
 	})
-}
-
-func webDeploymentYAML(replicas int, image string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: %d
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: %s
-`, replicas, image)
 }
 
 // TestSyncFirstCommit applies a first commit of every kind of object and
