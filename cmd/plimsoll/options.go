@@ -142,37 +142,42 @@ func (o *sourceOptions) sourceConfig() (source.Config, error) {
 		Timeout: o.gitTimeout,
 		Dir:     filepath.Join(o.cacheDir, cloneDirName(o.repo, o.branch)),
 	}
-	var err error
-	read := func(file, env, what string) string {
-		if err != nil {
-			return ""
-		}
-		var v string
-		v, err = secretFrom(file, env, what)
-		return v
-	}
-	cfg.Auth.Username = o.gitUsername
-	cfg.Auth.Password = read(o.gitPasswordFile, o.gitPasswordEnv, "Git password")
-	if token := read(o.gitTokenFile, o.gitTokenEnv, "Git token"); token != "" {
-		cfg.Auth.Password = token
-	}
-	if o.sshKeyFile != "" {
-		cfg.Auth.SSHKey, err = os.ReadFile(o.sshKeyFile)
-		if err != nil {
-			return source.Config{}, fmt.Errorf("read --ssh-key-file: %w", err)
-		}
-	}
-	cfg.Auth.SSHKeyPassphrase = read(o.sshKeyPassphraseFile, "", "SSH key passphrase")
-	if o.sshKnownHostsFile != "" && err == nil {
-		cfg.Auth.KnownHosts, err = os.ReadFile(o.sshKnownHostsFile)
-	}
-	if o.verifyKeyFn != "" && err == nil {
-		var key []byte
-		key, err = os.ReadFile(o.verifyKeyFn)
-		cfg.VerifyKeyring = string(key)
-	}
+	password, err := secretFrom(o.gitPasswordFile, o.gitPasswordEnv, "Git password")
 	if err != nil {
 		return source.Config{}, err
+	}
+	token, err := secretFrom(o.gitTokenFile, o.gitTokenEnv, "Git token")
+	if err != nil {
+		return source.Config{}, err
+	}
+	passphrase, err := secretFrom(o.sshKeyPassphraseFile, "", "SSH key passphrase")
+	if err != nil {
+		return source.Config{}, err
+	}
+	cfg.Auth = source.Auth{Username: o.gitUsername, Password: password, SSHKeyPassphrase: passphrase}
+	if token != "" {
+		cfg.Auth.Password = token
+	}
+	for _, f := range []struct {
+		flag, file string
+		into       *[]byte
+	}{
+		{"--ssh-key-file", o.sshKeyFile, &cfg.Auth.SSHKey},
+		{"--ssh-known-hosts-file", o.sshKnownHostsFile, &cfg.Auth.KnownHosts},
+	} {
+		if f.file == "" {
+			continue
+		}
+		if *f.into, err = os.ReadFile(f.file); err != nil {
+			return source.Config{}, fmt.Errorf("read %s: %w", f.flag, err)
+		}
+	}
+	if o.verifyKeyFn != "" {
+		key, err := os.ReadFile(o.verifyKeyFn)
+		if err != nil {
+			return source.Config{}, fmt.Errorf("read --verify-key: %w", err)
+		}
+		cfg.VerifyKeyring = string(key)
 	}
 	return cfg, nil
 }
