@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -92,8 +93,9 @@ type Controller struct {
 	eventsBC record.EventBroadcaster
 }
 
-// New returns a Controller. Its informers watch only objects labelled
-// plimsoll.dev/workload, so memory does not grow with unrelated objects.
+// New returns a Controller. Its informers (Deployments, ReplicaSets and
+// Pods) watch only objects labelled plimsoll.dev/workload, so memory does
+// not grow with unrelated objects.
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -105,15 +107,17 @@ func New(cfg Config) *Controller {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
 	deployInformer := factory.Apps().V1().Deployments()
 	rsInformer := factory.Apps().V1().ReplicaSets()
+	podInformer := factory.Core().V1().Pods()
 	bc := record.NewBroadcaster()
 	c := &Controller{
-		client:   cfg.Client,
-		log:      cfg.Log,
-		workers:  cfg.Workers,
-		factory:  factory,
-		deploys:  deployInformer.Lister(),
-		rsets:    rsInformer.Lister(),
-		synced:   []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced},
+		client:  cfg.Client,
+		log:     cfg.Log,
+		workers: cfg.Workers,
+		factory: factory,
+		deploys: deployInformer.Lister(),
+		rsets:   rsInformer.Lister(),
+		synced: []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
+			podInformer.Informer().HasSynced},
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
@@ -127,6 +131,11 @@ func New(cfg Config) *Controller {
 		AddFunc:    c.enqueueOwner,
 		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
 		DeleteFunc: c.enqueueOwner,
+	})
+	_, _ = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueWorkload,
+		UpdateFunc: func(_, obj any) { c.enqueueWorkload(obj) },
+		DeleteFunc: c.enqueueWorkload,
 	})
 	return c
 }
@@ -180,6 +189,20 @@ func (c *Controller) enqueueDeployment(obj any) {
 		return
 	}
 	c.queue.Add(d.Namespace + "/" + d.Name)
+}
+
+// enqueueWorkload queues the workload a pod belongs to, by its
+// plimsoll.dev/workload label: a pod that turns ready or goes away moves
+// the rollout on.
+func (c *Controller) enqueueWorkload(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		if name := m.GetLabels()[strategies.LabelWorkload]; name != "" {
+			c.queue.Add(m.GetNamespace() + "/" + name)
+		}
+	}
 }
 
 // enqueueOwner queues the Deployment that owns a ReplicaSet.

@@ -49,6 +49,15 @@ func (d *daemon) log() string {
 // loopback port; it is stopped with SIGTERM when the test ends.
 func startDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
 	t.Helper()
+	d := launchDaemon(t, s, extra...)
+	d.waitReady(t)
+	return d
+}
+
+// launchDaemon starts `plimsoll run` like startDaemon without waiting for
+// it to be ready.
+func launchDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,15 +85,22 @@ func startDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
 			t.Logf("daemon log:\n%s", d.log())
 		}
 	})
-	waitFor(t, "the daemon to be ready", func(ctx context.Context) (bool, error) {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 	return d
+}
+
+// ready reports whether the daemon answers /readyz with 200.
+func (d *daemon) ready() bool {
+	resp, err := http.Get("http://" + d.addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (d *daemon) waitReady(t *testing.T) {
+	t.Helper()
+	waitFor(t, "the daemon to be ready", func(ctx context.Context) (bool, error) { return d.ready(), nil })
 }
 
 // waitForCommit waits until the sync status says commit is applied.
