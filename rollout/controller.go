@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +35,12 @@ const (
 	// AnnotationCommand carries a command for the controller; it clears it
 	// once acted on.
 	AnnotationCommand = "plimsoll.dev/command"
+	// AnnotationActiveService, AnnotationPreviewService and
+	// AnnotationService name, on a workload in Git, the Services its
+	// strategy steers (blue-green's active and preview, canary's).
+	AnnotationActiveService  = "plimsoll.dev/active-service"
+	AnnotationPreviewService = "plimsoll.dev/preview-service"
+	AnnotationService        = "plimsoll.dev/service"
 	// AnnotationChangeCause is what `kubectl rollout history` lists; the
 	// controller sets it to "<short commit> <subject>".
 	AnnotationChangeCause = "kubernetes.io/change-cause"
@@ -85,6 +92,7 @@ type Controller struct {
 	log      *slog.Logger
 	workers  int
 	factory  informers.SharedInformerFactory
+	services informers.SharedInformerFactory
 	deploys  appslisters.DeploymentLister
 	rsets    appslisters.ReplicaSetLister
 	synced   []cache.InformerSynced
@@ -93,9 +101,10 @@ type Controller struct {
 	eventsBC record.EventBroadcaster
 }
 
-// New returns a Controller. Its informers (Deployments, ReplicaSets and
-// Pods) watch only objects labelled plimsoll.dev/workload, so memory does
-// not grow with unrelated objects.
+// New returns a Controller. Its informers on Deployments, ReplicaSets and
+// Pods watch only objects labelled plimsoll.dev/workload, so memory does
+// not grow with unrelated workloads; Services, which carry no such label,
+// are watched whole.
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -108,6 +117,10 @@ func New(cfg Config) *Controller {
 	deployInformer := factory.Apps().V1().Deployments()
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
+	// Services carry no workload label: they are watched unfiltered, and
+	// mapped to the workloads whose annotations name them.
+	serviceFactory := informers.NewSharedInformerFactory(cfg.Client, resyncPeriod)
+	serviceInformer := serviceFactory.Core().V1().Services()
 	bc := record.NewBroadcaster()
 	c := &Controller{
 		client:  cfg.Client,
@@ -117,7 +130,7 @@ func New(cfg Config) *Controller {
 		deploys: deployInformer.Lister(),
 		rsets:   rsInformer.Lister(),
 		synced: []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
-			podInformer.Informer().HasSynced},
+			podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced},
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
@@ -137,6 +150,11 @@ func New(cfg Config) *Controller {
 		UpdateFunc: func(_, obj any) { c.enqueueWorkload(obj) },
 		DeleteFunc: c.enqueueWorkload,
 	})
+	_, _ = serviceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueServiceUsers,
+		UpdateFunc: func(_, obj any) { c.enqueueServiceUsers(obj) },
+		DeleteFunc: c.enqueueServiceUsers,
+	})
 	return c
 }
 
@@ -147,6 +165,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.eventsBC.Shutdown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
+	c.services.Start(ctx.Done())
+	defer c.services.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
 	}
@@ -201,6 +221,31 @@ func (c *Controller) enqueueWorkload(obj any) {
 	if m, err := meta.Accessor(obj); err == nil {
 		if name := m.GetLabels()[strategies.LabelWorkload]; name != "" {
 			c.queue.Add(m.GetNamespace() + "/" + name)
+		}
+	}
+}
+
+// enqueueServiceUsers queues the workloads of the Service's namespace whose
+// annotations name it: a Service edited or deleted by hand is a workload's
+// business when its strategy steers that Service.
+func (c *Controller) enqueueServiceUsers(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	deploys, err := c.deploys.Deployments(m.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, d := range deploys {
+		for _, key := range []string{AnnotationActiveService, AnnotationPreviewService, AnnotationService} {
+			if d.Annotations[key] == m.GetName() {
+				c.queue.Add(d.Namespace + "/" + d.Labels[strategies.LabelWorkload])
+				break
+			}
 		}
 	}
 }
