@@ -123,12 +123,13 @@ func New(cfg Config) *Controller {
 	serviceInformer := serviceFactory.Core().V1().Services()
 	bc := record.NewBroadcaster()
 	c := &Controller{
-		client:  cfg.Client,
-		log:     cfg.Log,
-		workers: cfg.Workers,
-		factory: factory,
-		deploys: deployInformer.Lister(),
-		rsets:   rsInformer.Lister(),
+		client:   cfg.Client,
+		log:      cfg.Log,
+		workers:  cfg.Workers,
+		factory:  factory,
+		services: serviceFactory,
+		deploys:  deployInformer.Lister(),
+		rsets:    rsInformer.Lister(),
 		synced: []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 			podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced},
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
