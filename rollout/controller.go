@@ -164,10 +164,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.eventsBC.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	defer c.eventsBC.Shutdown()
-	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	c.services.Start(ctx.Done())
 	defer c.services.Shutdown()
+	// Registered after the shutdowns, so it runs before them: the
+	// informers stop first, however Run ends (a panic included).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.factory.Start(ctx.Done())
+	c.services.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
 	}
