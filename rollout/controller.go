@@ -136,26 +136,10 @@ func New(cfg Config) *Controller {
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
 	}
-	_, _ = deployInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueDeployment,
-		UpdateFunc: func(_, obj any) { c.enqueueDeployment(obj) },
-		DeleteFunc: c.enqueueDeployment,
-	})
-	_, _ = rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	})
-	_, _ = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueWorkload,
-		UpdateFunc: func(_, obj any) { c.enqueueWorkload(obj) },
-		DeleteFunc: c.enqueueWorkload,
-	})
-	_, _ = serviceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueServiceUsers,
-		UpdateFunc: func(_, obj any) { c.enqueueServiceUsers(obj) },
-		DeleteFunc: c.enqueueServiceUsers,
-	})
+	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueDeployment))
+	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueOwner))
+	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
+	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
 	return c
 }
 
@@ -205,10 +189,23 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) enqueueDeployment(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
+// onEvery calls enqueue with the object of every add, update and delete,
+// the last object of a tombstone included.
+func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
+	unwrap := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		enqueue(obj)
 	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    unwrap,
+		UpdateFunc: func(_, obj any) { unwrap(obj) },
+		DeleteFunc: unwrap,
+	}
+}
+
+func (c *Controller) enqueueDeployment(obj any) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {
 		return
@@ -220,9 +217,6 @@ func (c *Controller) enqueueDeployment(obj any) {
 // plimsoll.dev/workload label: a pod that turns ready or goes away moves
 // the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
 	if m, err := meta.Accessor(obj); err == nil {
 		if name := m.GetLabels()[strategies.LabelWorkload]; name != "" {
 			c.queue.Add(m.GetNamespace() + "/" + name)
@@ -234,9 +228,6 @@ func (c *Controller) enqueueWorkload(obj any) {
 // annotations name it: a Service edited or deleted by hand is a workload's
 // business when its strategy steers that Service.
 func (c *Controller) enqueueServiceUsers(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
@@ -257,9 +248,6 @@ func (c *Controller) enqueueServiceUsers(obj any) {
 
 // enqueueOwner queues the Deployment that owns a ReplicaSet.
 func (c *Controller) enqueueOwner(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return
