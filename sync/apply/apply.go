@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,33 +259,24 @@ func (a *Applier) remap(items []*Item) error {
 }
 
 // forEach runs fn on every item with at most Workers at once and joins the
-// errors. It does not stop at the first failure: a user fixing a commit
-// wants every problem at once.
+// errors in item order, so the same failures always read the same (and an
+// unchanged status is not rewritten). It does not stop at the first
+// failure: a user fixing a commit wants every problem at once.
 func (a *Applier) forEach(ctx context.Context, items []*Item, fn func(context.Context, *Item) error) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, a.cfg.Workers)
-	)
-	for _, it := range items {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return errors.Join(append(errs, ctx.Err())...)
+	errs := make([]error, len(items))
+	var g errgroup.Group
+	g.SetLimit(a.cfg.Workers)
+	for i, it := range items {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			break
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, it); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+		g.Go(func() error {
+			errs[i] = fn(ctx, it)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every failure is in errs
 	return errors.Join(errs...)
 }
 
