@@ -102,7 +102,7 @@ func LiveHash(t corev1.PodTemplateSpec) string {
 // sets, not the user.
 func controllerLabel(key string) bool {
 	switch key {
-	case LabelWorkload, LabelColor, LabelServing, LabelPodTemplateHash:
+	case LabelWorkload, LabelColor, LabelServing, LabelTrack, LabelPodTemplateHash:
 		return true
 	}
 	return false

@@ -25,6 +25,12 @@ const (
 	// LabelServing is "true" on the pods of a canary workload that receive
 	// traffic.
 	LabelServing = "plimsoll.dev/serving"
+	// LabelTrack is "canary" on the canary Deployment of a canary workload,
+	// in its selector and template, so that it never selects the stable
+	// Deployment's pods.
+	LabelTrack = "plimsoll.dev/track"
+	// TrackCanary is the value of LabelTrack.
+	TrackCanary = "canary"
 	// LabelPodTemplateHash is the label the Deployment controller adds to
 	// the template of each of its ReplicaSets (appsv1.DefaultDeploymentUniqueLabelKey).
 	LabelPodTemplateHash = "pod-template-hash"

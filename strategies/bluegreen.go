@@ -1,0 +1,367 @@
+package strategies
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// BlueGreenDesired is what Git asks of a blue-green workload.
+type BlueGreenDesired struct {
+	Desired
+	// AutoPromote is plimsoll.dev/auto-promote: true unless "false". When
+	// false, a ready revision waits for a promote command.
+	AutoPromote bool
+	// ScaleDownDelay is plimsoll.dev/scale-down-delay: how long the old
+	// color stays at full size after the swap.
+	ScaleDownDelay time.Duration
+}
+
+// BlueGreenObserved is the live state of a blue-green workload and the
+// controller state recorded on it.
+type BlueGreenObserved struct {
+	// Blue and Green are the Deployments <name>-blue and <name>-green, nil
+	// when absent.
+	Blue, Green *appsv1.Deployment
+	// Legacy is the Deployment <name> the workload ran before it switched
+	// to blue-green, nil when there is none. Until the first swap, the
+	// active Service (whose selector has no color yet) sends traffic to it.
+	Legacy *appsv1.Deployment
+	// Active is the color in the active Service's selector; "" when the
+	// selector has no color yet.
+	Active Color
+	// ScaleDownAt is when the color that lost traffic scales to zero;
+	// zero when no scale-down is pending.
+	ScaleDownAt time.Time
+	// Pods are the pods of each color.
+	Pods map[Color][]Pod
+	// Paused holds the workload where it is (the pause command).
+	Paused bool
+	// Promote and Abort are pending commands.
+	Promote, Abort bool
+	// Now is the time of planning.
+	Now time.Time
+}
+
+// Deployment returns the Deployment of color c.
+func (o BlueGreenObserved) Deployment(c Color) *appsv1.Deployment {
+	if c == ColorGreen {
+		return o.Green
+	}
+	return o.Blue
+}
+
+// BlueGreenPlan is what PlanBlueGreen decided.
+type BlueGreenPlan struct {
+	// Status is the status to record on every Deployment of the workload.
+	Status Status
+	// Replicas is the replica count to write into each color's
+	// Deployment; a color without an entry is left as it is.
+	Replicas map[Color]int32
+	// LegacyReplicas, when set, is the count to write into Legacy.
+	LegacyReplicas *int32
+	// Active is the color the active Service must select; Preview the one
+	// the preview Service must select. "" leaves the Service as it is.
+	Active, Preview Color
+	// Roles is the plimsoll.dev/role of each color's Deployment.
+	Roles map[Color]Role
+	// ScaleDownAt is the scale-down time to record; zero records none.
+	ScaleDownAt time.Time
+	// RequeueAfter, when positive, is when to plan again although nothing
+	// changes meanwhile (the scale-down delay running out).
+	RequeueAfter time.Duration
+	// Acted says what a pending command did, for the command's Event; ""
+	// when no command was pending or it did nothing.
+	Acted string
+}
+
+// PlanBlueGreen plans one step of a blue-green workload from what Git wants
+// (desired), what is recorded (recorded) and what runs (observed). It reads
+// nothing else, so a controller restarted at any point plans the same step
+// again.
+//
+// The color carrying the Git template is the target T; the color the
+// active Service selects is A (the active color), and O is the other one.
+// With N = 4 replicas and A = blue, a new revision goes:
+//
+//	green gets the new template (written by the caller), scaled to 4
+//	green 4/4 available, auto-promote (or promote): Active = green; blue
+//	    stays at 4 until now + scale-down-delay
+//	the delay runs out: blue to 0; Healthy once blue runs no pod
+//
+// The active Service never has fewer than 4 ready endpoints: it selects
+// blue until green has 4 available pods, then green, and blue is scaled
+// down only after the swap. The caller writes the swap before any scale-down
+// that follows from it.
+//
+// A revision refused by its failed hash (after a failure, an abort, or
+// while Git still asks for it) is undone: when the active color runs it,
+// the other color goes back to N and, once available, takes the traffic
+// back; the failed color scales to zero. With auto-rollback off, a color
+// that failed its progress deadline before taking traffic is held at N
+// (Degraded) until an abort, a retry or a Git change.
+func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
+	n := replicasOf(desired.Desired)
+	decision := DecideRevision(recorded, desired.Hash)
+	plan := BlueGreenPlan{
+		Status:      startStatus(desired.Desired, recorded, decision),
+		Replicas:    map[Color]int32{},
+		Roles:       map[Color]Role{},
+		ScaleDownAt: o.ScaleDownAt,
+	}
+	target, active := targetColor(desired.Hash, o), o.Active
+	inFlight := target != active || (!o.ScaleDownAt.IsZero() && !scaledDown(o.Deployment(active.Other())))
+	if o.Abort && decision.Action != RevisionRefused && inFlight {
+		plan.Status.FailedHash = desired.Hash
+		plan.Acted = fmt.Sprintf("aborted revision %d", decision.Revision)
+		decision.Action = RevisionRefused
+	}
+	if decision.Action == RevisionRefused {
+		return planBlueGreenRefused(plan, desired, recorded, o, n)
+	}
+	revision := describeRevision(decision.Revision, desired.Commit)
+	plan.Preview = target
+	if active != "" {
+		plan.Active = active
+	}
+	if target == active {
+		return planBlueGreenSettle(plan, desired, o, n, revision)
+	}
+
+	// A revision is going out on the target color.
+	dt := o.Deployment(target)
+	plan.Replicas[target] = n
+	if active != "" {
+		plan.Replicas[active] = n
+		plan.Roles[active] = RoleActive
+	}
+	plan.Roles[target] = RolePreview
+	plan.ScaleDownAt = time.Time{} // a pending scale-down of the target color is moot now
+	status := &plan.Status
+	switch {
+	case hashOf(dt) != desired.Hash:
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: writing the template to %s", revision, target)
+	case failedNow(dt, o.Pods[target], desired.Hash, recorded, o.Now):
+		status.FailedHash, status.Phase = desired.Hash, PhaseDegraded
+		reason := deadlineReason(dt)
+		switch {
+		case !desired.AutoRollback:
+			status.Message = fmt.Sprintf("revision %d failed on %s: %s; auto-rollback is off", decision.Revision, target, reason)
+		default:
+			plan.Replicas[target] = 0
+			status.Message = fmt.Sprintf("revision %d failed on %s: %s; %s", decision.Revision, target, reason, trafficStays(active))
+		}
+	case recorded.Phase == PhaseDegraded && dt != nil && deadlineExceeded(dt):
+		status.Phase, status.Message = PhaseDegraded, revision+": waiting for "+string(target)+" to make progress after its progress deadline was exceeded"
+	case !fullyAvailable(dt, n):
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, target, availability(dt, n))
+		if o.Paused {
+			status.Phase = PhasePaused
+		}
+	case o.Paused:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; paused", revision, target)
+	case !desired.AutoPromote && !o.Promote:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; waiting for promote", revision, target)
+	default:
+		// Swap: the active Service selects the target in one patch; the
+		// old color keeps its pods for the scale-down delay.
+		plan.Active, plan.Roles[target] = target, RoleActive
+		if o.Promote {
+			plan.Acted = "promoted " + string(target)
+		}
+		status.Phase = PhaseProgressing
+		status.Message = fmt.Sprintf("%s serves from %s", revision, target)
+		if old := target.Other(); o.Deployment(old) != nil || o.Legacy != nil {
+			plan.Roles[old] = RoleIdle
+			plan.ScaleDownAt = o.Now.Add(desired.ScaleDownDelay)
+			plan.RequeueAfter = desired.ScaleDownDelay
+			status.Message += "; " + scaleDownNote(old, o, plan.ScaleDownAt)
+		}
+	}
+	return plan
+}
+
+// targetColor is the color that carries, or is to carry, the Git template
+// of hash: the active color when it already does (the revision is live),
+// else a color that already carries it when no color is active yet, else
+// the other color than the active one (blue when none is active).
+func targetColor(hash string, o BlueGreenObserved) Color {
+	if o.Active != "" {
+		if hashOf(o.Deployment(o.Active)) == hash {
+			return o.Active
+		}
+		return o.Active.Other()
+	}
+	if hashOf(o.Green) == hash && hashOf(o.Blue) != hash {
+		return ColorGreen
+	}
+	return ColorBlue
+}
+
+// planBlueGreenSettle plans the step when the active color runs the Git
+// template: it stays at N, and the other color scales to zero once its
+// scale-down time has come.
+func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGreenObserved, n int32, revision string) BlueGreenPlan {
+	active, old := o.Active, o.Active.Other()
+	plan.Replicas[active], plan.Roles[active] = n, RoleActive
+	if o.Deployment(old) != nil {
+		plan.Roles[old] = RoleIdle
+	}
+	status := &plan.Status
+	oldUp := !scaledDown(o.Deployment(old)) || !scaledDown(o.Legacy)
+	switch {
+	case oldUp && o.Paused:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s serves from %s; paused before scaling %s down", revision, active, old)
+	case oldUp && plan.ScaleDownAt.IsZero():
+		// The old color is up with no scale-down recorded (a restart
+		// between the swap and its record, or a switch from rolling).
+		plan.ScaleDownAt = o.Now.Add(desired.ScaleDownDelay)
+		fallthrough
+	case oldUp && o.Now.Before(plan.ScaleDownAt):
+		plan.RequeueAfter = plan.ScaleDownAt.Sub(o.Now)
+		status.Phase = PhaseProgressing
+		status.Message = fmt.Sprintf("%s serves from %s; %s", revision, active, scaleDownNote(old, o, plan.ScaleDownAt))
+	case oldUp:
+		plan.Replicas[old] = 0
+		if o.Legacy != nil {
+			plan.LegacyReplicas = new(int32)
+		}
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s serves from %s; scaling %s down", revision, active, old)
+	case !fullyAvailable(o.Deployment(active), n):
+		plan.ScaleDownAt = time.Time{}
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))
+	default:
+		plan.ScaleDownAt = time.Time{}
+		status.Phase, status.Message = PhaseHealthy, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))
+	}
+	return plan
+}
+
+// planBlueGreenRefused plans the step while the Git template is the failed
+// one: it is not started, and where it runs it is undone. With A the
+// active color and F the failed template:
+//
+//	A runs F, O runs another template: O to N; once O is available the
+//	    active Service swaps back to O and A scales to zero
+//	A runs F, O has nothing else: stays, Degraded (nothing to go back to)
+//	A does not run F: A stays at N; O scales to zero if it runs F, or
+//	    when its scale-down time has come
+//	A does not run F, O does, auto-rollback off and no abort: O is held
+//	    at N, as the plan that recorded its failure left it
+//
+// A revision aborted in this plan records its own revision and hash; one
+// refused by DecideRevision keeps the recorded ones.
+func planBlueGreenRefused(plan BlueGreenPlan, desired BlueGreenDesired, recorded Status, o BlueGreenObserved, n int32) BlueGreenPlan {
+	failed := plan.Status.FailedHash
+	if failed == recorded.FailedHash && recorded.Hash != "" {
+		// Refused by DecideRevision, not aborted in this plan: the
+		// recorded revision and hash stay.
+		plan.Status.Hash = recorded.Hash
+	}
+	plan.Status.Phase = PhaseDegraded
+	active, old := o.Active, o.Active.Other()
+	if c := failedIdle(o, failed); c != "" {
+		switch {
+		case heldFailure(desired.AutoRollback, o.Abort, o.Deployment(c), failed):
+			// As the plan that recorded the failure left it.
+			plan.Replicas[c], plan.Roles[c], plan.Preview = n, RolePreview, c
+			if active != "" {
+				plan.Active, plan.Replicas[active], plan.Roles[active] = active, n, RoleActive
+			}
+			plan.ScaleDownAt = time.Time{}
+			plan.Status.Message = keepDegraded(recorded, "",
+				fmt.Sprintf("template %s failed on %s; auto-rollback is off; %s; abort to undo it", failed, c, trafficStays(active)))
+			return plan
+		case o.Abort && plan.Acted == "" && heldFailure(desired.AutoRollback, false, o.Deployment(c), failed):
+			plan.Acted = fmt.Sprintf("aborted revision %d", plan.Status.Revision)
+		}
+	}
+	if active == "" {
+		// Nothing serves from a color yet: the failed color goes to zero.
+		for _, c := range []Color{ColorBlue, ColorGreen} {
+			if d := o.Deployment(c); d != nil && hashOf(d) == failed {
+				plan.Replicas[c], plan.Roles[c] = 0, RoleIdle
+			}
+		}
+		plan.Status.Message = keepDegraded(recorded, plan.Acted, fmt.Sprintf("template %s failed; not started again until Git changes it or a retry", failed))
+		return plan
+	}
+	plan.Active, plan.Preview = active, active
+	plan.Roles[active] = RoleActive
+	da, do := o.Deployment(active), o.Deployment(old)
+	switch {
+	case hashOf(da) == failed && do != nil && hashOf(do) != failed:
+		plan.Replicas[old], plan.Roles[old] = n, RolePreview
+		if fullyAvailable(do, n) {
+			// Swap back at once: the old color is still at full size.
+			plan.Active, plan.Preview = old, old
+			plan.Roles[old], plan.Roles[active] = RoleActive, RoleIdle
+			plan.Replicas[active] = 0
+			plan.ScaleDownAt = time.Time{}
+			plan.Status.Message = fmt.Sprintf("revision %d failed; traffic back on %s", plan.Status.Revision, old)
+		} else {
+			plan.Replicas[active] = n
+			plan.Status.Message = fmt.Sprintf("revision %d failed; bringing %s back: %s", plan.Status.Revision, old, availability(do, n))
+		}
+	case hashOf(da) == failed:
+		plan.Replicas[active] = n
+		plan.Status.Message = fmt.Sprintf("revision %d failed on %s; no other color to go back to", plan.Status.Revision, active)
+	default:
+		plan.Replicas[active] = n
+		plan.Status.Message = keepDegraded(recorded, plan.Acted,
+			fmt.Sprintf("template %s failed; %s; not started again until Git changes it or a retry", failed, trafficStays(active)))
+		if do != nil {
+			plan.Roles[old] = RoleIdle
+			scaleDue := !o.ScaleDownAt.IsZero() && !o.Now.Before(o.ScaleDownAt)
+			if hashOf(do) == failed || scaleDue || o.ScaleDownAt.IsZero() {
+				plan.Replicas[old], plan.ScaleDownAt = 0, time.Time{}
+			} else {
+				plan.RequeueAfter = o.ScaleDownAt.Sub(o.Now)
+			}
+		}
+	}
+	return plan
+}
+
+// failedIdle is the color that carries the failed template without the
+// active Service selecting it, "" when there is none.
+func failedIdle(o BlueGreenObserved, failed string) Color {
+	for _, c := range []Color{ColorBlue, ColorGreen} {
+		if c != o.Active && o.Deployment(c) != nil && hashOf(o.Deployment(c)) == failed {
+			return c
+		}
+	}
+	return ""
+}
+
+// keepDegraded keeps the recorded message of a workload already Degraded,
+// so that planning again writes nothing; an abort just acted on names
+// itself.
+func keepDegraded(recorded Status, acted, message string) string {
+	switch {
+	case acted != "":
+		return acted + "; " + message
+	case recorded.Phase == PhaseDegraded && recorded.Message != "":
+		return recorded.Message
+	}
+	return message
+}
+
+// trafficStays says where traffic stays after a failure: "traffic stays on
+// blue", or on the previous Deployment before the first swap.
+func trafficStays(active Color) string {
+	if active == "" {
+		return "no color serves yet"
+	}
+	return "traffic stays on " + string(active)
+}
+
+// scaleDownNote is "blue scales down at 12:00:30".
+func scaleDownNote(old Color, o BlueGreenObserved, at time.Time) string {
+	what := string(old)
+	if o.Deployment(old) == nil && o.Legacy != nil {
+		what = o.Legacy.Name
+	}
+	return fmt.Sprintf("%s scales down at %s", what, at.UTC().Format(time.TimeOnly))
+}

@@ -1,0 +1,348 @@
+package strategies
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// CanaryDesired is what Git asks of a canary workload.
+type CanaryDesired struct {
+	Desired
+	// Steps are the parsed plimsoll.dev/steps.
+	Steps []Step
+}
+
+// CanaryObserved is the live state of a canary workload and the controller
+// state recorded on it.
+type CanaryObserved struct {
+	// Stable is the Deployment <name>, Canary is <name>-canary; nil when
+	// absent.
+	Stable, Canary *appsv1.Deployment
+	// Pods are the pods of the canary Deployment.
+	Pods []Pod
+	// ServiceSelectsServing is true when the Service's selector has
+	// plimsoll.dev/serving="true".
+	ServiceSelectsServing bool
+	// Step is the index (from 0) of the step the rollout is at, and
+	// StepSince when it got there.
+	Step      int
+	StepSince time.Time
+	// Paused holds the workload where it is (the pause command).
+	Paused bool
+	// Promote and Abort are pending commands.
+	Promote, Abort bool
+	// Now is the time of planning.
+	Now time.Time
+}
+
+// StableTemplate says what becomes of the stable Deployment's template.
+type StableTemplate int
+
+const (
+	// StableKeep leaves the stable template as it is.
+	StableKeep StableTemplate = iota
+	// StableServing adds plimsoll.dev/serving="true" to the live stable
+	// template, which lacks it (a workload that was rolling before).
+	StableServing
+	// StablePromote gives the stable Deployment the canary template, with
+	// plimsoll.dev/serving="true".
+	StablePromote
+)
+
+// CanaryPlan is what PlanCanary decided. The caller executes it in this
+// order, so that the Service never loses the pods it needs: label, then
+// scale the stable Deployment, then unlabel... except that an abort or a
+// finished promotion unlabels first (those pods must stop serving at once).
+type CanaryPlan struct {
+	// Status is the status to record on every Deployment of the workload.
+	Status Status
+	// StableReplicas and CanaryReplicas are the counts to write; a nil
+	// count leaves the live one.
+	StableReplicas, CanaryReplicas *int32
+	// Stable says what to do with the stable template.
+	Stable StableTemplate
+	// Label and Unlabel name canary pods to set and remove
+	// plimsoll.dev/serving="true" on.
+	Label, Unlabel []string
+	// SelectServing asks to add plimsoll.dev/serving="true" to the
+	// Service's selector.
+	SelectServing bool
+	// Step and StepSince are the step state to record.
+	Step      int
+	StepSince time.Time
+	// RequeueAfter, when positive, is when to plan again although nothing
+	// changes meanwhile (a timed pause running out).
+	RequeueAfter time.Duration
+	// Acted says what a pending command did, for the command's Event.
+	Acted string
+}
+
+// PlanCanary plans one step of a canary workload from what Git wants
+// (desired), what is recorded (recorded) and what runs (observed).
+//
+// Worked through with N = 4 and steps "25%, pause, 50%, pause, 100%":
+//
+//	step 1, 25%: the canary scales to ceil(25*4/100) = 1 pod; once it is
+//	    Ready it gets the serving label, then stable scales to 4-1 = 3.
+//	    The step is done when 1 canary pod serves and stable has 3
+//	    available: 4 serving in all
+//	step 2, pause: held until a promote command
+//	step 3, 50%: the canary scales to 2; once the second pod is Ready and
+//	    labelled, stable scales to 2
+//	step 4, pause: held until promote
+//	step 5, 100%: stable takes the canary template at 4 replicas; once it
+//	    is fully available the canary pods lose the label and the canary
+//	    scales to 0
+//
+// A promote during a pause step moves to the next step; during a weight
+// step it promotes fully (as reaching 100% or the end of the steps does).
+// An abort, or the canary missing its progress deadline with auto-rollback
+// on, unlabels every canary pod at once, scales stable back to N and the
+// canary to zero, and records the failed hash. With auto-rollback off, a
+// missed deadline records the failed hash and holds everything as it is
+// until an abort.
+//
+// The pause command holds the step where it is: a finished step, an ended
+// timed pause or a promote does not move it on, and the stable template is
+// not replaced; the canary pods of the current weight are still labelled
+// as they become Ready.
+func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
+	n := replicasOf(desired.Desired)
+	decision := DecideRevision(recorded, desired.Hash)
+	plan := CanaryPlan{
+		Status:    startStatus(desired.Desired, recorded, decision),
+		Step:      o.Step,
+		StepSince: o.StepSince,
+	}
+	status := &plan.Status
+	revision := describeRevision(decision.Revision, desired.Commit)
+	inFlight := o.Stable != nil && hashOf(o.Stable) != desired.Hash
+	// why says what failed the revision in this plan, for the message.
+	var why string
+	if o.Abort && decision.Action != RevisionRefused && inFlight {
+		status.FailedHash = desired.Hash
+		plan.Acted = fmt.Sprintf("aborted revision %d", decision.Revision)
+		why = plan.Acted
+		decision.Action = RevisionRefused
+	}
+	if decision.Action != RevisionRefused && inFlight && failedNow(o.Canary, o.Pods, desired.Hash, recorded, o.Now) {
+		status.FailedHash = desired.Hash
+		reason := deadlineReason(o.Canary)
+		if !desired.AutoRollback {
+			status.Phase = PhaseDegraded
+			status.Message = fmt.Sprintf("revision %d failed on the canary: %s; auto-rollback is off", decision.Revision, reason)
+			return plan
+		}
+		why = fmt.Sprintf("revision %d failed on the canary: %s", decision.Revision, reason)
+		decision.Action = RevisionRefused
+	}
+	if decision.Action == RevisionRefused {
+		return planCanaryRefused(plan, desired, recorded, o, n, why)
+	}
+
+	switch {
+	case o.Stable == nil:
+		status.Phase, status.Message = PhaseProgressing, "creating the stable Deployment of "+revision
+		return plan
+	case o.Stable.Spec.Template.Labels[LabelServing] != "true":
+		// A workload that was rolling: its pods must carry the serving
+		// label before the Service selects by it.
+		plan.Stable = StableServing
+		status.Phase, status.Message = PhaseProgressing, "labelling the stable pods serving"
+		return plan
+	case !o.ServiceSelectsServing:
+		// Until the Service selects serving pods only, a Ready canary pod
+		// would get traffic unlabelled: no canary before that.
+		if fullyAvailable(o.Stable, liveReplicas(o.Stable)) && rolloutComplete(o.Stable) {
+			plan.SelectServing = true
+		}
+		status.Phase, status.Message = PhaseProgressing, "selecting the serving pods in the Service"
+		return plan
+	case !inFlight:
+		return planCanaryPromoted(plan, o, n, revision)
+	case hashOf(o.Canary) != desired.Hash:
+		status.Phase, status.Message = PhaseProgressing, revision+": writing the template to the canary"
+		return plan
+	case recorded.Phase == PhaseDegraded && deadlineExceeded(o.Canary):
+		status.Phase = PhaseDegraded
+		status.Message = revision + ": waiting for the canary to make progress after its progress deadline was exceeded"
+		return plan
+	}
+
+	steps := desired.Steps
+	k := min(max(o.Step, 0), len(steps))
+	if o.Promote && !o.Paused {
+		if k < len(steps) && steps[k].Pause {
+			plan.Acted = fmt.Sprintf("moved on from step %d/%d", k+1, len(steps))
+			k++
+			plan.Step, plan.StepSince = k, o.Now
+		} else {
+			plan.Acted = "promoted fully"
+			k = len(steps)
+			plan.Step, plan.StepSince = k, o.Now
+		}
+	}
+	if k >= len(steps) || (!steps[k].Pause && steps[k].Weight >= 100) {
+		if o.Paused {
+			// The pause command holds the workload where it is: the
+			// stable template is not replaced until resume.
+			status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: paused before promoting the stable Deployment", revision)
+			return plan
+		}
+		// Full promotion: stable takes the new template at N.
+		plan.Stable, plan.StableReplicas = StablePromote, &n
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: promoting the stable Deployment", revision)
+		return plan
+	}
+
+	if plan.StepSince.IsZero() {
+		// The first step has no recorded start: it starts now (and a
+		// timed pause counts from here).
+		plan.StepSince = o.Now
+	}
+	since := plan.StepSince
+	weight := weightAt(steps, k)
+	c := CanaryReplicas(weight, n)
+	serving := label(&plan, o.Pods, c)
+	stable := max(n-serving, 0)
+	plan.CanaryReplicas, plan.StableReplicas = &c, &stable
+	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
+	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, serving, n)
+	status.Phase = PhaseProgressing
+	switch step := steps[k]; {
+	case o.Paused:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; paused", where, traffic)
+	case serving != c || !stableAt(o.Stable, stable):
+		status.Message = fmt.Sprintf("%s: %s", where, traffic)
+	case step.Pause && step.Duration == 0:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; waiting for promote", where, traffic)
+	case step.Pause && o.Now.Before(since.Add(step.Duration)):
+		plan.RequeueAfter = since.Add(step.Duration).Sub(o.Now)
+		status.Message = fmt.Sprintf("%s: %s; paused until %s", where, traffic, since.Add(step.Duration).UTC().Format(time.TimeOnly))
+	default:
+		// The step is done: move on, and plan again at once.
+		plan.Step, plan.StepSince = k+1, o.Now
+		status.Message = fmt.Sprintf("%s: %s", where, traffic)
+		plan.RequeueAfter = time.Millisecond
+	}
+	return plan
+}
+
+// weightAt is the weight in force at step k: that of the last weight step
+// at or before k, 0 before the first.
+func weightAt(steps []Step, k int) int32 {
+	for i := min(k, len(steps)-1); i >= 0; i-- {
+		if !steps[i].Pause {
+			return steps[i].Weight
+		}
+	}
+	return 0
+}
+
+// label plans the serving labels for c serving canary pods: Ready pods
+// without the label get it until c serve, extra serving pods lose it (the
+// last by name first). A pod that is not Ready or is being deleted does not
+// count, so a dead canary pod's replacement is labelled once Ready. It
+// returns how many canary pods serve once the plan is executed.
+func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
+	var serving, candidates []string
+	for _, p := range pods {
+		switch {
+		case p.Serving && (p.Deleting || !p.Ready):
+			// Counts for nothing; the label goes with the pod.
+		case p.Serving:
+			serving = append(serving, p.Name)
+		case p.Ready && !p.Deleting:
+			candidates = append(candidates, p.Name)
+		}
+	}
+	slices.Sort(serving)
+	slices.Sort(candidates)
+	for int32(len(serving)) > c {
+		plan.Unlabel = append(plan.Unlabel, serving[len(serving)-1])
+		serving = serving[:len(serving)-1]
+	}
+	for _, name := range candidates {
+		if int32(len(serving)) >= c {
+			break
+		}
+		plan.Label = append(plan.Label, name)
+		serving = append(serving, name)
+	}
+	return int32(len(serving))
+}
+
+// stableAt reports whether the stable Deployment asks for want pods and has
+// at least want available.
+func stableAt(d *appsv1.Deployment, want int32) bool {
+	return liveReplicas(d) == want && caughtUp(d) && d.Status.AvailableReplicas >= want
+}
+
+// planCanaryPromoted plans the step once stable runs the Git template:
+// stable at N; once it is fully available, every canary pod loses the
+// label and the canary scales to zero.
+func planCanaryPromoted(plan CanaryPlan, o CanaryObserved, n int32, revision string) CanaryPlan {
+	plan.StableReplicas = &n
+	status := &plan.Status
+	if !fullyAvailable(o.Stable, n) || !rolloutComplete(o.Stable) {
+		status.Phase = PhaseProgressing
+		status.Message = fmt.Sprintf("%s: promoting the stable Deployment, %d/%d updated", revision, o.Stable.Status.UpdatedReplicas, n)
+		return plan
+	}
+	plan.CanaryReplicas = new(int32)
+	plan.Step, plan.StepSince = 0, time.Time{}
+	for _, p := range o.Pods {
+		if p.Serving {
+			plan.Unlabel = append(plan.Unlabel, p.Name)
+		}
+	}
+	if len(plan.Unlabel) > 0 || !scaledDown(o.Canary) {
+		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
+		return plan
+	}
+	status.Phase, status.Message = PhaseHealthy, fmt.Sprintf("%s: %s", revision, availability(o.Stable, n))
+	return plan
+}
+
+// planCanaryRefused plans the step while the Git template is the failed
+// one: no canary pod serves, the canary is at zero, stable at N. A revision
+// failed or aborted in this plan records its own revision and hash; one
+// refused by DecideRevision keeps the recorded ones.
+//
+// With auto-rollback off, a failure whose canary still asks for pods is
+// held as it is (see heldFailure): labels, replicas and step stay, as in
+// the plan that recorded the failure, until an abort undoes it. why says
+// what failed the revision in this plan, "" when it failed before.
+func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, o CanaryObserved, n int32, why string) CanaryPlan {
+	failed := plan.Status.FailedHash
+	if failed == recorded.FailedHash && recorded.Hash != "" {
+		plan.Status.Hash = recorded.Hash
+	}
+	plan.Status.Phase = PhaseDegraded
+	if heldFailure(desired.AutoRollback, o.Abort, o.Canary, failed) {
+		plan.Status.Message = keepDegraded(recorded, "",
+			fmt.Sprintf("template %s failed on the canary; auto-rollback is off; abort to undo it", failed))
+		return plan
+	}
+	if o.Abort && why == "" && heldFailure(desired.AutoRollback, false, o.Canary, failed) {
+		plan.Acted = fmt.Sprintf("aborted revision %d", plan.Status.Revision)
+		why = plan.Acted
+	}
+	plan.Step, plan.StepSince = 0, time.Time{}
+	zero := int32(0)
+	plan.CanaryReplicas, plan.StableReplicas = &zero, &n
+	for _, p := range o.Pods {
+		if p.Serving {
+			plan.Unlabel = append(plan.Unlabel, p.Name)
+		}
+	}
+	message := fmt.Sprintf("template %s failed; stable serves; not started again until Git changes it or a retry", failed)
+	if o.Stable != nil && hashOf(o.Stable) == failed {
+		message = fmt.Sprintf("template %s failed and runs on the stable Deployment", failed)
+	}
+	plan.Status.Message = keepDegraded(recorded, why, message)
+	return plan
+}

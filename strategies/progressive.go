@@ -1,0 +1,164 @@
+package strategies
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// Color is the color of one of the two Deployments of a blue-green
+// workload: ColorBlue or ColorGreen.
+type Color string
+
+// The two colors of a blue-green workload.
+const (
+	ColorBlue  Color = "blue"
+	ColorGreen Color = "green"
+)
+
+// Other returns the color that is not c; the other of no color is blue, the
+// color a workload starts with.
+func (c Color) Other() Color {
+	if c == ColorBlue {
+		return ColorGreen
+	}
+	return ColorBlue
+}
+
+// Pod is a pod of a progressive workload (of the canary Deployment, or of
+// the color a revision goes to) as the planners need it.
+type Pod struct {
+	Name string
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Serving is true when the pod carries plimsoll.dev/serving="true".
+	Serving bool
+	// Deleting is true once the pod has a deletion timestamp.
+	Deleting bool
+	// NotReadySince is when the pod was created or last stopped being
+	// Ready; zero while it is Ready.
+	NotReadySince time.Time
+}
+
+// Role is what a Deployment is to its workload, recorded in
+// plimsoll.dev/role.
+type Role string
+
+// Roles of the Deployments of a workload.
+const (
+	// RolePrimary is the one Deployment of a rolling workload.
+	RolePrimary Role = "primary"
+	// RoleActive is the blue-green color the active Service selects.
+	RoleActive Role = "active"
+	// RolePreview is the blue-green color a new revision goes to.
+	RolePreview Role = "preview"
+	// RoleIdle is the blue-green color that neither serves nor takes a
+	// revision: scaled to zero, or waiting for its scale-down delay.
+	RoleIdle Role = "idle"
+	// RoleStable is the canary workload's Deployment <name>.
+	RoleStable Role = "stable"
+	// RoleCanary is the canary workload's Deployment <name>-canary.
+	RoleCanary Role = "canary"
+)
+
+// replicasOf is the desired replica count: Git's, or 1 when Git leaves it
+// unset (the API default). The progressive strategies size both of their
+// Deployments from it, so they need a number.
+func replicasOf(d Desired) int32 {
+	if d.Replicas == nil {
+		return 1
+	}
+	return *d.Replicas
+}
+
+// startStatus is the status a progressive plan starts from: the decided
+// revision of the Git hash and commit, with the recorded failed hash.
+func startStatus(desired Desired, recorded Status, decision RevisionDecision) Status {
+	return Status{Revision: decision.Revision, Hash: desired.Hash, FailedHash: recorded.FailedHash, Commit: desired.Commit}
+}
+
+// caughtUp reports whether the Deployment controller has observed d's latest
+// spec, so that its status describes it.
+func caughtUp(d *appsv1.Deployment) bool {
+	return d.Status.ObservedGeneration >= d.Generation
+}
+
+// fullyAvailable reports whether d runs exactly n pods, all of its current
+// template and available, with nothing old left, as the Deployment
+// controller last reported after observing d's latest spec. A nil d is not.
+func fullyAvailable(d *appsv1.Deployment, n int32) bool {
+	if d == nil || liveReplicas(d) != n || !caughtUp(d) {
+		return false
+	}
+	st := d.Status
+	return st.Replicas == n && st.UpdatedReplicas == n && st.AvailableReplicas == n
+}
+
+// scaledDown reports whether d is absent, or asks for no pods and runs none.
+func scaledDown(d *appsv1.Deployment) bool {
+	return d == nil || (liveReplicas(d) == 0 && caughtUp(d) && d.Status.Replicas == 0)
+}
+
+// hashOf is the LiveHash of d's template, "" for a nil d.
+func hashOf(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	return LiveHash(d.Spec.Template)
+}
+
+// failedNow reports whether d, carrying the template hash, ran out of its
+// progress deadline on that template at now: the Deployment controller
+// says so after observing d's latest spec, or one of d's pods stalled (see
+// stalled). A workload recorded
+// Degraded is not failed again by a condition that outlived the failure
+// (see Retry): it waits until d makes progress.
+func failedNow(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, now time.Time) bool {
+	if d == nil || hashOf(d) != hash || recorded.Phase == PhaseDegraded {
+		return false
+	}
+	return (caughtUp(d) && deadlineExceeded(d)) || stalled(d, pods, now)
+}
+
+// stalled reports whether one of pods, not being deleted, has not been
+// Ready for d's progress deadline at now. The Deployment controller reports
+// ProgressDeadlineExceeded only for a rollout of a new template; a
+// Deployment that keeps its template and is scaled up (the idle blue-green
+// color, the canary from 1 pod to 2) never times out in its eyes, so the
+// planners watch the pods as well. With progressDeadlineSeconds 10, a pod
+// not Ready since 12:00:00 stalls at 12:00:10. A Deployment without a
+// deadline (2147483647 seconds, or none set) never stalls.
+func stalled(d *appsv1.Deployment, pods []Pod, now time.Time) bool {
+	seconds := d.Spec.ProgressDeadlineSeconds
+	if seconds == nil || *seconds == math.MaxInt32 {
+		return false
+	}
+	deadline := time.Duration(*seconds) * time.Second
+	for _, p := range pods {
+		if !p.Ready && !p.Deleting && !p.NotReadySince.IsZero() && now.Sub(p.NotReadySince) >= deadline {
+			return true
+		}
+	}
+	return false
+}
+
+// availability is "2/4 available".
+func availability(d *appsv1.Deployment, n int32) string {
+	if d == nil {
+		return fmt.Sprintf("0/%d available", n)
+	}
+	return fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, n)
+}
+
+// heldFailure reports whether a failed revision is to be left as it is
+// rather than undone: auto-rollback is off, no abort is pending, and d, the
+// Deployment that carries the failed template, still asks for pods. With
+// N = 4 and green failing its progress deadline, auto-rollback off keeps
+// green's 4 pods up for a look until an abort, a retry or a Git change;
+// auto-rollback on scales green to 0 in the same plan that records the
+// failure. An abort always undoes.
+func heldFailure(autoRollback, abort bool, d *appsv1.Deployment, failed string) bool {
+	return !autoRollback && !abort && d != nil && hashOf(d) == failed && liveReplicas(d) > 0
+}
