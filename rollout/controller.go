@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,13 +45,52 @@ const (
 	// controller sets it to "<short commit> <subject>".
 	AnnotationChangeCause = "kubernetes.io/change-cause"
 
-	// Commands.
-	CommandPause  = "pause"
-	CommandResume = "resume"
-	CommandRetry  = "retry"
+	// AnnotationAutoPromote, "false" in Git, holds a ready blue-green
+	// revision until a promote command.
+	AnnotationAutoPromote = "plimsoll.dev/auto-promote"
+	// AnnotationScaleDownDelay is how long the old blue-green color stays
+	// up after the swap (a Go duration).
+	AnnotationScaleDownDelay = "plimsoll.dev/scale-down-delay"
+	// AnnotationSteps holds the canary steps (see strategies.ParseSteps).
+	AnnotationSteps = "plimsoll.dev/steps"
+	// AnnotationRole is what a Deployment is to its workload (see
+	// strategies.Role).
+	AnnotationRole = "plimsoll.dev/role"
+	// LabelSync names the sync that applied an object. The controller
+	// follows only the workloads of its own sync (Config.SyncName), so that
+	// two daemons of different syncs in one cluster leave each other's
+	// workloads alone.
+	LabelSync = "plimsoll.dev/sync"
 
-	// StrategyRolling is the default strategy.
-	StrategyRolling = "rolling"
+	// The controller's own state on the Deployments of a blue-green or
+	// canary workload, next to the status: what a restarted controller
+	// resumes from. AnnotationReplicas is the workload's size in Git (the
+	// Deployments' own counts move during a rollout); AnnotationStep is the
+	// canary step it is at, from 1, entered at AnnotationStepSince
+	// (RFC 3339); AnnotationScaleDownAt is when the blue-green color that
+	// lost traffic scales to zero; AnnotationPaused is "true" after a pause
+	// command.
+	AnnotationReplicas    = "plimsoll.dev/replicas"
+	AnnotationStep        = "plimsoll.dev/step"
+	AnnotationStepSince   = "plimsoll.dev/step-since"
+	AnnotationScaleDownAt = "plimsoll.dev/scale-down-at"
+	AnnotationPaused      = "plimsoll.dev/paused"
+
+	// Commands.
+	CommandPause   = "pause"
+	CommandResume  = "resume"
+	CommandRetry   = "retry"
+	CommandPromote = "promote"
+	CommandAbort   = "abort"
+
+	// Strategies. StrategyRolling is the default.
+	StrategyRolling   = "rolling"
+	StrategyBlueGreen = "blue-green"
+	StrategyCanary    = "canary"
+
+	// DefaultScaleDownDelay is how long the old blue-green color stays up
+	// without plimsoll.dev/scale-down-delay.
+	DefaultScaleDownDelay = 30 * time.Second
 
 	// FieldManager is the server-side apply field manager of the
 	// Deployments the controller writes.
@@ -66,6 +105,8 @@ const (
 	ReasonRolloutFailed = "RolloutFailed"
 	// ReasonCommand is the Event reason of a command acted on.
 	ReasonCommand = "Command"
+	// ReasonPhase is the Event reason of a phase change.
+	ReasonPhase = "PhaseChanged"
 
 	// DefaultWorkers is how many workloads are reconciled at once.
 	DefaultWorkers = 4
@@ -80,6 +121,9 @@ type Config struct {
 	Client  kubernetes.Interface
 	Log     *slog.Logger
 	Workers int
+	// SyncName, when set, limits the reconcile loop to the Deployments
+	// labelled plimsoll.dev/sync=SyncName: those its own sync applied.
+	SyncName string
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -88,23 +132,26 @@ type Config struct {
 // by the plimsoll.dev/workload label, which the controller puts on every
 // Deployment and pod template it writes.
 type Controller struct {
-	client   kubernetes.Interface
-	log      *slog.Logger
-	workers  int
-	factory  informers.SharedInformerFactory
-	services informers.SharedInformerFactory
-	deploys  appslisters.DeploymentLister
-	rsets    appslisters.ReplicaSetLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
-	events   record.EventRecorder
-	eventsBC record.EventBroadcaster
+	client  kubernetes.Interface
+	log     *slog.Logger
+	workers int
+	// factories are the informer factories: Deployments, ReplicaSets and
+	// Pods, Services.
+	factories []informers.SharedInformerFactory
+	deploys   appslisters.DeploymentLister
+	rsets     appslisters.ReplicaSetLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	events    record.EventRecorder
+	eventsBC  record.EventBroadcaster
+	locks     keyedMutex
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
 // Pods watch only objects labelled plimsoll.dev/workload, so memory does
-// not grow with unrelated workloads; Services, which carry no such label,
-// are watched whole.
+// not grow with unrelated workloads, and Deployments only of its own sync
+// when cfg.SyncName is set; Services, which carry no such label, are
+// watched whole.
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -114,7 +161,13 @@ func New(cfg Config) *Controller {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
-	deployInformer := factory.Apps().V1().Deployments()
+	ours := strategies.LabelWorkload
+	if cfg.SyncName != "" {
+		ours += "," + LabelSync + "=" + cfg.SyncName
+	}
+	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
+	deployInformer := deployFactory.Apps().V1().Deployments()
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
 	// Services carry no workload label: they are watched unfiltered, and
@@ -123,21 +176,20 @@ func New(cfg Config) *Controller {
 	serviceInformer := serviceFactory.Core().V1().Services()
 	bc := record.NewBroadcaster()
 	c := &Controller{
-		client:   cfg.Client,
-		log:      cfg.Log,
-		workers:  cfg.Workers,
-		factory:  factory,
-		services: serviceFactory,
-		deploys:  deployInformer.Lister(),
-		rsets:    rsInformer.Lister(),
+		client:    cfg.Client,
+		log:       cfg.Log,
+		workers:   cfg.Workers,
+		factories: []informers.SharedInformerFactory{deployFactory, factory, serviceFactory},
+		deploys:   deployInformer.Lister(),
+		rsets:     rsInformer.Lister(),
 		synced: []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 			podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced},
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
 	}
-	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueDeployment))
-	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueOwner))
+	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
+	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
 	return c
@@ -148,14 +200,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.eventsBC.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	defer c.eventsBC.Shutdown()
-	defer c.factory.Shutdown()
-	defer c.services.Shutdown()
+	for _, f := range c.factories {
+		defer f.Shutdown()
+	}
 	// Registered after the shutdowns, so it runs before them: the
 	// informers stop first, however Run ends (a panic included).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.factory.Start(ctx.Done())
-	c.services.Start(ctx.Done())
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
 	}
@@ -205,17 +259,9 @@ func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
 	}
 }
 
-func (c *Controller) enqueueDeployment(obj any) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return
-	}
-	c.queue.Add(d.Namespace + "/" + d.Name)
-}
-
-// enqueueWorkload queues the workload a pod belongs to, by its
-// plimsoll.dev/workload label: a pod that turns ready or goes away moves
-// the rollout on.
+// enqueueWorkload queues the workload an object belongs to, by its
+// plimsoll.dev/workload label: a Deployment changed, a ReplicaSet scaled, a
+// pod that turns ready or goes away moves the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
 	if m, err := meta.Accessor(obj); err == nil {
 		if name := m.GetLabels()[strategies.LabelWorkload]; name != "" {
@@ -246,13 +292,25 @@ func (c *Controller) enqueueServiceUsers(obj any) {
 	}
 }
 
-// enqueueOwner queues the Deployment that owns a ReplicaSet.
-func (c *Controller) enqueueOwner(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+// keyedMutex serializes work on one workload: the reconcile loop and a
+// sync's hand-off must not plan the same workload at once.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	m, ok := k.locks[key]
 	if !ok {
-		return
+		m = &sync.Mutex{}
+		k.locks[key] = m
 	}
-	if owner := metav1.GetControllerOf(rs); owner != nil && owner.Kind == "Deployment" {
-		c.queue.Add(rs.Namespace + "/" + owner.Name)
-	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -37,7 +38,12 @@ var _ DeploymentSink = (*Controller)(nil)
 func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
 	var errs []error
 	for _, d := range desired {
-		if err := c.syncDeployment(ctx, commit, subject, d); err != nil {
+		// The progressive strategies read and update: a write that lost
+		// a race with the Deployment controller's status is read again.
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			return c.syncDeployment(ctx, commit, subject, d)
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %.7s: %w", d.Namespace, d.Name, commit, err))
 			continue
 		}
@@ -46,11 +52,24 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 	return errors.Join(errs...)
 }
 
+// syncDeployment hands one Git Deployment to its strategy.
 func (c *Controller) syncDeployment(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
-	if strategy := git.Annotations[AnnotationStrategy]; strategy != "" && strategy != StrategyRolling {
-		return fmt.Errorf("annotation %s: strategy %q is not available; this version rolls out with %q only",
-			AnnotationStrategy, strategy, StrategyRolling)
+	defer c.locks.lock(git.Namespace + "/" + git.Name)()
+	switch strategy := git.Annotations[AnnotationStrategy]; strategy {
+	case "", StrategyRolling:
+		return c.syncRolling(ctx, commit, subject, git)
+	case StrategyBlueGreen:
+		return c.syncBlueGreen(ctx, commit, git)
+	case StrategyCanary:
+		return c.syncCanary(ctx, commit, git)
+	default:
+		return fmt.Errorf("annotation %s: unknown strategy %q (want %s, %s or %s)",
+			AnnotationStrategy, strategy, StrategyRolling, StrategyBlueGreen, StrategyCanary)
 	}
+}
+
+// syncRolling writes a rolling Deployment as its plan says.
+func (c *Controller) syncRolling(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
 	live, err := c.client.AppsV1().Deployments(git.Namespace).Get(ctx, git.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -16,14 +16,42 @@ import (
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// reconcile brings one workload a step further, reading like the checklist
-// it is: deleted? command pending? then the strategy's plan, executed in
-// one write, skipped when nothing changes.
+// reconcile brings one workload a step further with its strategy's
+// reconcile. A sync handing over the same workload waits meanwhile.
 func (c *Controller) reconcile(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil // not a key this controller made; nothing to retry
 	}
+	defer c.locks.lock(key)()
+	switch c.strategyOf(ns, name) {
+	case StrategyBlueGreen:
+		return c.reconcileBlueGreen(ctx, ns, name)
+	case StrategyCanary:
+		return c.reconcileCanary(ctx, ns, name)
+	}
+	return c.reconcileRolling(ctx, key, ns, name)
+}
+
+// strategyOf tells a workload's strategy from the Deployments it has:
+// blue-green once it has a color, canary when <name> says so, else
+// rolling.
+func (c *Controller) strategyOf(ns, name string) string {
+	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
+		if _, err := c.deploys.Deployments(ns).Get(name + "-" + string(color)); err == nil {
+			return StrategyBlueGreen
+		}
+	}
+	if d, err := c.deploys.Deployments(ns).Get(name); err == nil && d.Annotations[AnnotationStrategy] == StrategyCanary {
+		return StrategyCanary
+	}
+	return StrategyRolling
+}
+
+// reconcileRolling reads like the checklist it is: deleted? command
+// pending? then the rolling plan, executed in one write, skipped when
+// nothing changes.
+func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string) error {
 	cached, err := c.deploys.Deployments(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil // deleted: nothing to roll out
@@ -155,6 +183,9 @@ func setAnnotation(m *metav1.ObjectMeta, k, v string) {
 	}
 	m.Annotations[k] = v
 }
+
+// isNotFound reports whether err says the object does not exist.
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // keepAnnotation copies key from live to obj, so that an apply without a
 // new template does not drop it.

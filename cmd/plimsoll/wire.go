@@ -61,7 +61,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
 
-	rollouts := rollout.New(rollout.Config{Client: client, Log: log})
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName})
 	var metrics *psync.Metrics
 	if reg != nil {
 		metrics = psync.NewMetrics(reg)
