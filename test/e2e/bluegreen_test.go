@@ -1,0 +1,122 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// blueGreenExample is examples/blue-green with image shop:<version> and
+// the given scale-down delay.
+func blueGreenExample(t *testing.T, version, delay string) map[string]string {
+	t.Helper()
+	return example(t, "blue-green",
+		"registry.example/shop:v1", "registry.example/shop:"+version,
+		"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: "+delay)
+}
+
+// TestBlueGreenRollout follows examples/blue-green (4 replicas) through two
+// revisions while watching the active Service's EndpointSlices: never fewer
+// than 4 ready endpoints, every endpoint a new-color pod right after the
+// swap, the old color at zero once the delay is over; then an abort after a
+// swap puts the old pods back in one step.
+func TestBlueGreenRollout(t *testing.T) {
+	const delay = 15 * time.Second
+	s := newSyncTarget(t)
+	s.repo.commit("shop v1", blueGreenExample(t, "v1", delay.String()))
+	startDaemon(t, s, "--interval", "1s")
+
+	t.Log("1. first revision: blue at 4, the active Service selects blue")
+	blue := waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "blue" {
+		t.Fatalf("active Service selects color %q, want blue", got)
+	}
+	if got := blue.Annotations["plimsoll.dev/role"]; got != "active" {
+		t.Errorf("shop-blue role %q, want active", got)
+	}
+	endpoints := watchEndpoints(t, s.ns, "shop")
+	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-blue-") })
+	if getDeployment(t, s.ns, "shop") != nil {
+		t.Error("a Deployment named shop exists; a blue-green workload runs as shop-blue and shop-green only")
+	}
+
+	t.Log("2. revision 2 goes to green; the swap happens once green has 4 available")
+	mark := endpoints.mark()
+	s.repo.commit("shop v2", blueGreenExample(t, "v2", delay.String()))
+	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(withPrefix(pods, "shop-green-")) > 0 })
+	swapped := time.Now()
+	// The first state that holds a green pod must hold green pods only: the
+	// selector swap is one patch.
+	for _, line := range endpoints.history(mark) {
+		if strings.Contains(line, "shop-green-") {
+			if strings.Contains(line, "shop-blue-") || !strings.Contains(line, "n=4") {
+				t.Errorf("first endpoints state with a green pod: %s; want the 4 green pods only", line)
+			}
+			break
+		}
+	}
+	if b := getDeployment(t, s.ns, "shop-blue"); b == nil || *b.Spec.Replicas != 4 {
+		t.Errorf("blue right after the swap: %v, want still at 4 replicas for the scale-down delay", b)
+	}
+	if got := selector(t, s.ns, "shop-preview")["plimsoll.dev/color"]; got != "green" {
+		t.Errorf("preview Service selects %q after the swap, want green", got)
+	}
+
+	t.Log("3. blue scales to zero after the delay; revision 2 Healthy")
+	green := waitForDeployment(t, s.ns, "shop-green", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	blue = waitForDeployment(t, s.ns, "shop-blue", "scaled to 0", scaledTo(0))
+	if since := time.Since(swapped); since < delay-2*time.Second {
+		t.Errorf("blue was scaled down %s after the swap, before the %s delay", since.Round(time.Millisecond), delay)
+	}
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("the active Service had %d ready endpoints during the rollout (%v), want never fewer than 4; history:\n%s",
+			n, pods, strings.Join(endpoints.history(mark), "\n"))
+	}
+	if got := images(t, s.ns, "app=shop", "shop-green-"); !onlyImage(got, 4, "registry.example/shop:v2") {
+		t.Errorf("green pods run %v, want 4 on v2", got)
+	}
+	for _, d := range []*appsv1.Deployment{blue, green} {
+		if d.Annotations["plimsoll.dev/revision"] != "2" || d.Annotations["plimsoll.dev/phase"] != "Healthy" {
+			t.Errorf("%s status %v, want revision 2 Healthy on every Deployment of the workload", d.Name, d.Annotations)
+		}
+	}
+	t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+
+	t.Log("4. revision 3 swaps to blue; an abort within the delay swaps back to the green pods at once")
+	before := endpoints.ready()
+	s.repo.commit("shop v3", blueGreenExample(t, "v3", delay.String()))
+	endpoints.waitReady(t, "the swap to blue", func(pods []string) bool { return allWithPrefix(pods, "shop-blue-") })
+	mark = endpoints.mark()
+	aborted := time.Now()
+	command(t, s.ns, "shop-blue", "abort")
+	endpoints.waitReady(t, "the swap back to green", func(pods []string) bool { return slices.Equal(pods, before) })
+	t.Logf("abort to the old pods serving: %s", time.Since(aborted).Round(time.Millisecond))
+	history := endpoints.history(mark)
+	if len(history) < 2 {
+		t.Fatalf("endpoints history after the abort: %v", history)
+	}
+	// One step: from the 4 blue pods straight to the same 4 green pods.
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("after the abort the Service had %d ready endpoints (%v); history:\n%s", n, pods, strings.Join(history, "\n"))
+	}
+	if next := history[1]; !strings.Contains(next, strings.Join(before, " ")) {
+		t.Errorf("the state after the abort is %s; want the old green pods %v", next, before)
+	}
+	green = waitForDeployment(t, s.ns, "shop-green", "revision 3 Degraded", phaseIs(3, "Degraded"))
+	if green.Annotations["plimsoll.dev/failed-hash"] == "" || green.Annotations["plimsoll.dev/command"] != "" {
+		t.Errorf("after the abort: annotations %v, want failed-hash set and the command cleared", green.Annotations)
+	}
+	waitForDeployment(t, s.ns, "shop-blue", "scaled to 0", scaledTo(0))
+	holdsFor(t, "the aborted revision staying out", 3*time.Second, func(ctx context.Context) error {
+		if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "green" {
+			t.Errorf("the active Service selects %q", got)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,138 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// canaryExample is examples/canary with image api:<version>, plus the
+// extra old -> new replacements.
+func canaryExample(t *testing.T, version string, replace ...string) map[string]string {
+	t.Helper()
+	return example(t, "canary", append([]string{"registry.example/api:v1", "registry.example/api:" + version}, replace...)...)
+}
+
+// TestCanaryRollout follows examples/canary (4 replicas, steps "25%,
+// pause, 50%, pause, 100%") while watching the Service's EndpointSlices:
+// 1 canary pod serving after step 1, 2 after a promote, then every pod on
+// the new template and the canary at zero after another; then an abort at
+// step 1 takes the canary out of the Service.
+func TestCanaryRollout(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("api v1", canaryExample(t, "v1"))
+	startDaemon(t, s, "--interval", "1s")
+
+	t.Log("1. first revision: the stable Deployment at 4, the Service selects serving pods")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	if got := selector(t, s.ns, "api")["plimsoll.dev/serving"]; got != "true" {
+		t.Fatalf("Service selector %v, want plimsoll.dev/serving=true in it", selector(t, s.ns, "api"))
+	}
+	endpoints := watchEndpoints(t, s.ns, "api")
+	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
+	mark := endpoints.mark()
+
+	t.Log("2. revision 2, step 1 (25%): exactly 1 canary pod serving, 4 serving in all")
+	s.repo.commit("api v2", canaryExample(t, "v2"))
+	stable := waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote",
+		phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
+	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
+	checkServing(t, endpoints, 1, 4)
+
+	t.Log("3. promote: step 3 (50%), 2 canary pods serving")
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "step 4/5 waiting for promote", phaseIs(2, "Paused", "canary step 4/5"))
+	checkServing(t, endpoints, 2, 4)
+
+	t.Log("4. promote: 100%, the stable Deployment takes the new template; the canary scales to zero")
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+	if got := images(t, s.ns, "app=api", "api-"); !onlyImage(got, 4, "registry.example/api:v2") {
+		t.Errorf("pods run %v, want 4 on v2", got)
+	}
+	endpoints.waitReady(t, "4 stable endpoints, none of the canary", func(pods []string) bool {
+		return len(pods) == 4 && len(withPrefix(pods, "api-canary-")) == 0
+	})
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("the Service had %d ready endpoints during the rollout (%v), want never fewer than 4; history:\n%s",
+			n, pods, strings.Join(endpoints.history(mark), "\n"))
+	}
+	t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+
+	t.Log("5. revision 3, abort at step 1: no canary address left in the Service")
+	s.repo.commit("api v3", canaryExample(t, "v3"))
+	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(3, "Paused", "canary step 2/5"))
+	checkServing(t, endpoints, 1, 4)
+	mark = endpoints.mark()
+	aborted := time.Now()
+	command(t, s.ns, "api", "abort")
+	endpoints.waitReady(t, "no canary endpoint", func(pods []string) bool { return len(withPrefix(pods, "api-canary-")) == 0 })
+	t.Logf("abort to no canary address in the EndpointSlices: %s", time.Since(aborted).Round(time.Millisecond))
+	stable = waitForDeployment(t, s.ns, "api", "revision 3 Degraded", phaseIs(3, "Degraded"))
+	if stable.Annotations["plimsoll.dev/failed-hash"] == "" || stable.Annotations["plimsoll.dev/command"] != "" {
+		t.Errorf("after the abort: annotations %v, want failed-hash set and the command cleared", stable.Annotations)
+	}
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+	waitForDeployment(t, s.ns, "api", "back at 4", scaledTo(4))
+	if got := images(t, s.ns, "app=api", "api-"); !onlyImage(got, 4, "registry.example/api:v2") {
+		t.Errorf("pods after the abort run %v, want 4 on v2", got)
+	}
+	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
+	t.Logf("endpoints around the abort:\n%s", strings.Join(endpoints.history(mark), "\n"))
+}
+
+// checkServing waits until the Service has exactly canary ready canary
+// endpoints and total ready endpoints in all, and checks that it stays so.
+func checkServing(t *testing.T, endpoints *endpointWatch, canary, total int) {
+	t.Helper()
+	endpoints.waitReady(t, fmt.Sprintf("%d canary of %d endpoints", canary, total), func(pods []string) bool {
+		return len(withPrefix(pods, "api-canary-")) == canary && len(pods) == total
+	})
+	holdsFor(t, "the step's endpoints", 2*time.Second, func(context.Context) error {
+		if pods := endpoints.ready(); len(withPrefix(pods, "api-canary-")) != canary || len(pods) != total {
+			return fmt.Errorf("ready endpoints %v", pods)
+		}
+		return nil
+	})
+}
+
+// TestCanaryFailure rolls out an image that never becomes Ready with a
+// short progress deadline: no canary pod ever serves, the workload ends
+// Degraded with the failed hash, and the stable pods keep serving.
+func TestCanaryFailure(t *testing.T) {
+	s := newSyncTarget(t)
+	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
+	s.repo.commit("api v1", canaryExample(t, "v1", short...))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
+	mark := endpoints.mark()
+
+	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
+	stable := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded"))
+	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
+	if stable.Annotations["plimsoll.dev/failed-hash"] == "" || !strings.Contains(stable.Annotations["plimsoll.dev/message"], "progress deadline") {
+		t.Errorf("annotations %v, want failed-hash set and the deadline in the message", stable.Annotations)
+	}
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+	for _, line := range endpoints.history(mark) {
+		if strings.Contains(line, "api-canary-") {
+			t.Errorf("a canary pod served: %s", line)
+		}
+	}
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("the Service had %d ready endpoints (%v), want never fewer than 4", n, pods)
+	}
+	holdsFor(t, "the failed revision staying out", 3*time.Second, func(ctx context.Context) error {
+		if got := images(t, s.ns, "app=api", "api-canary-"); len(got) != 0 {
+			return fmt.Errorf("canary pods came back: %v", got)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,237 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// example returns the files of examples/<dir> for a Git commit, with each
+// old -> new pair of replace applied to every file's text. A pair that
+// matches nothing fails the test, so that an edited example cannot make a
+// test silently test something else.
+func example(t *testing.T, dir string, replace ...string) map[string]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(suite.root, "examples", dir, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("read examples/%s: %v (%d files)", dir, err, len(paths))
+	}
+	files := map[string]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = string(b)
+	}
+	for i := 0; i+1 < len(replace); i += 2 {
+		found := false
+		for name, text := range files {
+			if strings.Contains(text, replace[i]) {
+				files[name], found = strings.ReplaceAll(text, replace[i], replace[i+1]), true
+			}
+		}
+		if !found {
+			t.Fatalf("examples/%s: no file contains %q", dir, replace[i])
+		}
+	}
+	return files
+}
+
+// getDeployment reads Deployment name; nil when it does not exist.
+func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := suite.client.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// waitForDeployment waits until Deployment name exists and cond holds for
+// it, and returns it as last read.
+func waitForDeployment(t *testing.T, ns, name, describe string, cond func(d *appsv1.Deployment) bool) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	waitFor(t, name+": "+describe, func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = suite.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cond(d), nil
+	})
+	return d
+}
+
+// phaseIs is a waitForDeployment condition: revision and phase recorded,
+// and the message containing each of contains.
+func phaseIs(revision int, phase string, contains ...string) func(d *appsv1.Deployment) bool {
+	return func(d *appsv1.Deployment) bool {
+		a := d.Annotations
+		if a["plimsoll.dev/revision"] != fmt.Sprint(revision) || a["plimsoll.dev/phase"] != phase {
+			return false
+		}
+		for _, c := range contains {
+			if !strings.Contains(a["plimsoll.dev/message"], c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// scaledTo is a waitForDeployment condition: n replicas asked for, the
+// Deployment controller caught up, n pods in all and n available.
+func scaledTo(n int32) func(d *appsv1.Deployment) bool {
+	return func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == n && d.Status.ObservedGeneration >= d.Generation &&
+			d.Status.Replicas == n && d.Status.AvailableReplicas == n
+	}
+}
+
+// command sets plimsoll.dev/command on Deployment name, as the CLI does.
+func command(t *testing.T, ns, name, cmd string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"plimsoll.dev/command":%q}}}`, cmd)
+	_, err := suite.client.AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("set command %s on %s: %v", cmd, name, err)
+	}
+}
+
+// selector returns the selector of Service name.
+func selector(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	svc, err := suite.client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read Service %s: %v", name, err)
+	}
+	return svc.Spec.Selector
+}
+
+// withPrefix returns the names in pods that start with prefix.
+func withPrefix(pods []string, prefix string) []string {
+	var out []string
+	for _, p := range pods {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// allWithPrefix reports whether pods is not empty and every name starts
+// with prefix.
+func allWithPrefix(pods []string, prefix string) bool {
+	return len(pods) > 0 && len(withPrefix(pods, prefix)) == len(pods)
+}
+
+// images returns the images of the live pods whose names start with
+// prefix, one entry a pod, sorted.
+func images(t *testing.T, ns, selector, prefix string) []string {
+	t.Helper()
+	ready, unready := podsByReadiness(t, ns, selector)
+	var out []string
+	for _, p := range append(ready, unready...) {
+		if strings.HasPrefix(p.Name, prefix) && p.DeletionTimestamp == nil {
+			out = append(out, p.Spec.Containers[0].Image)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// onlyImage reports whether images holds n entries, all of them image.
+func onlyImage(images []string, n int, image string) bool {
+	return len(images) == n && slices.Index(images, image) == 0 && images[n-1] == image
+}
+
+// TestProgressiveBadInput commits, on top of a healthy workload, a change
+// of image together with a configuration error: the workload records the
+// error, phase Degraded, and what runs stays as it was.
+func TestProgressiveBadInput(t *testing.T) {
+	cases := []struct {
+		name, dir, primary, image string
+		good, bad                 map[string]string
+		// want are fragments of the workload's message and the sync status.
+		want []string
+	}{
+		{
+			name: "blue-green Service missing", dir: "blue-green", primary: "shop-blue", image: "registry.example/shop:v1",
+			want: []string{"plimsoll.dev/active-service", `Service "shop-gone" does not exist`},
+		},
+		{
+			name: "canary steps malformed", dir: "canary", primary: "api", image: "registry.example/api:v1",
+			want: []string{"plimsoll.dev/steps", `step 2 "pauze"`},
+		},
+	}
+	breaks := map[string][]string{
+		"blue-green": {"plimsoll.dev/active-service: shop\n", "plimsoll.dev/active-service: shop-gone\n"},
+		"canary":     {`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pauze, 100%"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSyncTarget(t)
+			s.repo.commit("good", example(t, tc.dir))
+			startDaemon(t, s, "--interval", "1s")
+			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
+			app := "app=" + strings.SplitN(tc.primary, "-", 2)[0]
+			ready, unready := podsByReadiness(t, s.ns, app)
+			before := podNames(ready)
+			if len(before) != 4 || len(unready) != 0 {
+				t.Fatalf("pods before: %d ready %v, %d unready", len(before), before, len(unready))
+			}
+
+			newImage := strings.TrimSuffix(tc.image, "v1") + "v2"
+			bad := s.repo.commit("bad", example(t, tc.dir, append([]string{tc.image, newImage}, breaks[tc.dir]...)...))
+			d := waitForDeployment(t, s.ns, tc.primary, "Degraded with the error", func(d *appsv1.Deployment) bool {
+				return d.Annotations["plimsoll.dev/phase"] == "Degraded" && strings.Contains(d.Annotations["plimsoll.dev/message"], tc.want[0])
+			})
+			msg := d.Annotations["plimsoll.dev/message"]
+			t.Logf("message: %s", msg)
+			for _, want := range tc.want {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q does not contain %q", msg, want)
+				}
+			}
+			waitFor(t, "the sync status to name the file", func(ctx context.Context) (bool, error) {
+				st := s.status(t)
+				return st["plimsoll.dev/sync-status"] == "Failed" && strings.Contains(st["plimsoll.dev/message"], "deployment.yaml") &&
+					strings.Contains(st["plimsoll.dev/message"], bad[:7]), nil
+			})
+			holdsFor(t, "what runs staying as it was", 5*time.Second, func(ctx context.Context) error {
+				ready, unready := podsByReadiness(t, s.ns, app)
+				if got := podNames(ready); !slices.Equal(got, before) || len(unready) != 0 {
+					return fmt.Errorf("pods now %v ready, %d unready; before %v", got, len(unready), before)
+				}
+				if d := getDeployment(t, s.ns, tc.primary); d.Annotations["plimsoll.dev/phase"] != "Degraded" {
+					return fmt.Errorf("phase %s: %s", d.Annotations["plimsoll.dev/phase"], d.Annotations["plimsoll.dev/message"])
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// podNames returns the pods' names, sorted.
+func podNames(pods []corev1.Pod) []string {
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names
+}
