@@ -161,7 +161,8 @@ func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		}
 	case o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; paused", revision, target)
-	case !desired.AutoPromote && !o.Promote:
+	case !desired.AutoPromote && !o.Promote && (active != "" || o.Legacy != nil):
+		// Held for promote; a first revision, with nothing serving yet, is not.
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; waiting for promote", revision, target)
 	default:
 		// Swap: the active Service selects the target in one patch; the

@@ -224,6 +224,7 @@ func blueGreenCases() []blueGreenCase {
 	noRollback.AutoRollback = false
 	healthy5 := Status{Phase: PhaseHealthy, Revision: 5, Hash: h5, FailedHash: h4, Commit: commitV5}
 	blue3, blue4 := colorDeploy(ColorBlue, v3, sized(4)), colorDeploy(ColorBlue, v4, sized(4))
+	manual4 := blueGreenDesired(4, false)
 	green4 := colorDeploy(ColorGreen, v4, sized(4))
 	greenHalf := colorDeploy(ColorGreen, v4, withSpecReplicas(4), withPods(4, 4, 2, 2), rolling)
 	greenFailed := colorDeploy(ColorGreen, v4, withSpecReplicas(4), withPods(4, 4, 2, 2), timedOut)
@@ -248,6 +249,12 @@ func blueGreenCases() []blueGreenCase {
 		{
 			name:     "first rollout: blue fully available: the active Service selects blue, nothing to scale down",
 			recorded: progressing4, blue: blue4,
+			want: blueGreenWant{phase: PhaseProgressing, words: []string{"serves from blue"}, replicas: map[Color]int32{ColorBlue: 4},
+				active: ColorBlue, preview: ColorBlue, roles: map[Color]Role{ColorBlue: RoleActive}},
+		},
+		{
+			name:    "first rollout, auto-promote off: nothing serves yet, so no promote is awaited",
+			desired: &manual4, recorded: progressing4, blue: blue4,
 			want: blueGreenWant{phase: PhaseProgressing, words: []string{"serves from blue"}, replicas: map[Color]int32{ColorBlue: 4},
 				active: ColorBlue, preview: ColorBlue, roles: map[Color]Role{ColorBlue: RoleActive}},
 		},
