@@ -222,15 +222,16 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 	return nil
 }
 
-// labelPod sets plimsoll.dev/serving on a pod to *value, or removes it
-// when value is nil. A pod gone meanwhile is no error: its replacement is
-// labelled when Ready.
+// labelPod sets plimsoll.dev/serving on a pod to *value, with
+// plimsoll.dev/served, or removes both when value is nil. A pod gone
+// meanwhile is no error: its replacement is labelled when Ready.
 func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string) error {
 	v := "null"
 	if value != nil {
 		v = fmt.Sprintf("%q", *value)
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, strategies.LabelServing, v)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
+		strategies.LabelServing, v, AnnotationServed, v)
 	_, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("label pod %s serving=%s: %w", pod, v, err)
@@ -241,8 +242,9 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 // podState is p as the planners see it.
 func podState(p *corev1.Pod) strategies.Pod {
 	ready, since := readiness(p)
-	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since,
-		Serving: p.Labels[strategies.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil}
+	serving := p.Labels[strategies.LabelServing] == "true"
+	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
+		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[AnnotationServed] == "true"}
 }
 
 // readiness reports the pod's Ready condition and, when it is not Ready,

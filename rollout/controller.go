@@ -56,6 +56,10 @@ const (
 	// AnnotationRole is what a Deployment is to its workload (see
 	// strategies.Role).
 	AnnotationRole = "plimsoll.dev/role"
+	// AnnotationServed is "true" on a canary pod the controller labelled
+	// serving. A pod that has it without the serving label was taken out
+	// of traffic by hand: the controller leaves it out and labels another.
+	AnnotationServed = "plimsoll.dev/served"
 	// LabelSync names the sync that applied an object. The controller
 	// follows only the workloads of its own sync (Config.SyncName), so that
 	// two daemons of different syncs in one cluster leave each other's

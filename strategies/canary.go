@@ -208,7 +208,10 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	c := CanaryReplicas(weight, n)
 	serving := label(&plan, o.Pods, c)
 	stable := max(n-serving, 0)
-	plan.CanaryReplicas, plan.StableReplicas = &c, &stable
+	// A pod taken out of traffic by hand keeps running but does not count:
+	// the canary gets one more pod for each, to be labelled in its place.
+	size := c + unlabelled(o.Pods)
+	plan.CanaryReplicas, plan.StableReplicas = &size, &stable
 	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
 	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, serving, n)
 	status.Phase = PhaseProgressing
@@ -231,6 +234,17 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	return plan
 }
 
+// unlabelled counts the live canary pods taken out of traffic by hand.
+func unlabelled(pods []Pod) int32 {
+	var n int32
+	for _, p := range pods {
+		if p.Unlabelled && !p.Deleting {
+			n++
+		}
+	}
+	return n
+}
+
 // weightAt is the weight in force at step k: that of the last weight step
 // at or before k, 0 before the first.
 func weightAt(steps []Step, k int) int32 {
@@ -245,8 +259,9 @@ func weightAt(steps []Step, k int) int32 {
 // label plans the serving labels for c serving canary pods: Ready pods
 // without the label get it until c serve, extra serving pods lose it (the
 // last by name first). A pod that is not Ready or is being deleted does not
-// count, so a dead canary pod's replacement is labelled once Ready. It
-// returns how many canary pods serve once the plan is executed.
+// count, so a dead canary pod's replacement is labelled once Ready; a pod
+// unlabelled by hand is never labelled again. It returns how many canary
+// pods serve once the plan is executed.
 func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
 	var serving, candidates []string
 	for _, p := range pods {
@@ -255,7 +270,7 @@ func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
 			// Counts for nothing; the label goes with the pod.
 		case p.Serving:
 			serving = append(serving, p.Name)
-		case p.Ready && !p.Deleting:
+		case p.Ready && !p.Deleting && !p.Unlabelled:
 			candidates = append(candidates, p.Name)
 		}
 	}

@@ -113,3 +113,39 @@ func TestPlanCanaryFirstTimedPause(t *testing.T) {
 		t.Errorf("30s later: step %d, want 1", plan.Step)
 	}
 }
+
+// TestPlanCanaryUnlabelledByHand: at 25% of 4 (1 canary pod), the serving
+// canary pod c1 has its label removed by hand. It stays out: it is not
+// labelled again, stable goes back to 4, and the canary grows to 2 pods so
+// that another one is labelled in its place once Ready.
+func TestPlanCanaryUnlabelledByHand(t *testing.T) {
+	desired := canaryDesired(4, "25%, pause, 100%")
+	c1 := Pod{Name: "c1", Ready: true, Unlabelled: true}
+	tests := []struct {
+		name           string
+		pods           []Pod
+		label          []string
+		canary, stable int32
+	}{
+		{"c1 out, no other pod yet", []Pod{c1}, nil, 2, 4},
+		{"c1 out, c2 starting", []Pod{c1, starting("c2")}, nil, 2, 4},
+		{"c1 out, c2 Ready", []Pod{c1, ready("c2")}, []string{"c2"}, 2, 3},
+		{"c1 out, c2 serving", []Pod{c1, serving("c2")}, nil, 2, 3},
+		{"c1 out and deleting", []Pod{{Name: "c1", Unlabelled: true, Deleting: true}, serving("c2")}, nil, 1, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := CanaryObserved{
+				Stable: stableDeploy(v3, sized(4)), Canary: canaryDeploy(v4, sized(int32(len(tt.pods)))),
+				Pods: tt.pods, ServiceSelectsServing: true, StepSince: t0, Now: t0,
+			}
+			plan := PlanCanary(desired, progressing4, o)
+			if !slices.Equal(plan.Label, tt.label) || len(plan.Unlabel) != 0 {
+				t.Errorf("label %v, unlabel %v; want label %v", plan.Label, plan.Unlabel, tt.label)
+			}
+			if *plan.CanaryReplicas != tt.canary || *plan.StableReplicas != tt.stable {
+				t.Errorf("canary %d, stable %d; want %d and %d", *plan.CanaryReplicas, *plan.StableReplicas, tt.canary, tt.stable)
+			}
+		})
+	}
+}

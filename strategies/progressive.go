@@ -40,6 +40,11 @@ type Pod struct {
 	// NotReadySince is when the pod was created or last stopped being
 	// Ready; zero while it is Ready.
 	NotReadySince time.Time
+	// Unlabelled is true for a canary pod that served and had its serving
+	// label removed by someone else (by hand, to take it out of traffic):
+	// it no longer counts, is not labelled again, and another pod takes
+	// its place.
+	Unlabelled bool
 }
 
 // Role is what a Deployment is to its workload, recorded in

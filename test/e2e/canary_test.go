@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // canaryExample is examples/canary with image api:<version>, plus the
@@ -121,18 +123,61 @@ func TestCanaryFailure(t *testing.T) {
 		t.Errorf("annotations %v, want failed-hash set and the deadline in the message", stable.Annotations)
 	}
 	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
-	for _, line := range endpoints.history(mark) {
-		if strings.Contains(line, "api-canary-") {
-			t.Errorf("a canary pod served: %s", line)
-		}
-	}
-	if n, pods := endpoints.minReadySince(mark); n < 4 {
-		t.Errorf("the Service had %d ready endpoints (%v), want never fewer than 4", n, pods)
-	}
+	checkNeverServed(t, endpoints, mark, "api-canary-", 4)
 	holdsFor(t, "the failed revision staying out", 3*time.Second, func(ctx context.Context) error {
 		if got := images(t, s.ns, "app=api", "api-canary-"); len(got) != 0 {
 			return fmt.Errorf("canary pods came back: %v", got)
 		}
 		return nil
 	})
+}
+
+// TestCanaryReplacesPods holds a canary at step 2 (1 canary pod serving)
+// and takes its serving pod away twice: deleted, its replacement is
+// labelled once Ready; unlabelled by hand, it stays out of the Service and
+// another canary pod is labelled in its place.
+func TestCanaryReplacesPods(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("api v1", canaryExample(t, "v1"))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	s.repo.commit("api v2", canaryExample(t, "v2"))
+	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
+	checkServing(t, endpoints, 1, 4)
+
+	t.Log("1. the serving canary pod is deleted: its replacement serves once Ready")
+	first := withPrefix(endpoints.ready(), "api-canary-")[0]
+	if err := suite.client.CoreV1().Pods(s.ns).Delete(context.Background(), first, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	endpoints.waitReady(t, "another canary pod serving", func(pods []string) bool {
+		canary := withPrefix(pods, "api-canary-")
+		return len(canary) == 1 && canary[0] != first
+	})
+	waitForDeployment(t, s.ns, "api", "stable back at 3", scaledTo(3))
+	checkServing(t, endpoints, 1, 4)
+
+	t.Log("2. the serving canary pod is unlabelled by hand: it stays out, another one serves")
+	second := withPrefix(endpoints.ready(), "api-canary-")[0]
+	kubectl(t, "-n", s.ns, "label", "pod", second, "plimsoll.dev/serving-")
+	endpoints.waitReady(t, "a third canary pod serving", func(pods []string) bool {
+		canary := withPrefix(pods, "api-canary-")
+		return len(canary) == 1 && canary[0] != second && canary[0] != first
+	})
+	waitForDeployment(t, s.ns, "api", "stable back at 3", scaledTo(3))
+	checkServing(t, endpoints, 1, 4)
+	holdsFor(t, "the unlabelled pod staying out", 3*time.Second, func(ctx context.Context) error {
+		pod, err := suite.client.CoreV1().Pods(s.ns).Get(ctx, second, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if v, ok := pod.Labels["plimsoll.dev/serving"]; ok {
+			return fmt.Errorf("pod %s labelled serving=%s again", second, v)
+		}
+		return nil
+	})
+	if c := getDeployment(t, s.ns, "api-canary"); *c.Spec.Replicas != 2 {
+		t.Errorf("api-canary asks for %d pods, want 2: 1 serving and the one taken out", *c.Spec.Replicas)
+	}
 }

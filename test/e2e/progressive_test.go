@@ -139,6 +139,23 @@ func allWithPrefix(pods []string, prefix string) bool {
 	return len(pods) > 0 && len(withPrefix(pods, prefix)) == len(pods)
 }
 
+// checkNeverServed checks the Service's endpoints since mark: no ready pod
+// whose name starts with prefix (the failed revision's), and never fewer
+// than n ready pods.
+func checkNeverServed(t *testing.T, w *endpointWatch, mark int, prefix string, n int) {
+	t.Helper()
+	history := w.history(mark)
+	for _, line := range history {
+		if strings.Contains(line, prefix) {
+			t.Errorf("a pod of the failed revision served: %s", line)
+		}
+	}
+	if got, pods := w.minReadySince(mark); got < n {
+		t.Errorf("the Service had %d ready endpoints (%v), want never fewer than %d; history:\n%s",
+			got, pods, n, strings.Join(history, "\n"))
+	}
+}
+
 // images returns the images of the live pods whose names start with
 // prefix, one entry a pod, sorted.
 func images(t *testing.T, ns, selector, prefix string) []string {
