@@ -120,3 +120,74 @@ func TestBlueGreenRollout(t *testing.T) {
 		return nil
 	})
 }
+
+// manualBlueGreen is examples/blue-green with image shop:<version>,
+// auto-promote off, a 5s scale-down delay and a 10s progress deadline.
+func manualBlueGreen(t *testing.T, version string) map[string]string {
+	t.Helper()
+	return example(t, "blue-green",
+		"registry.example/shop:v1", "registry.example/shop:"+version,
+		"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: 5s\n    plimsoll.dev/auto-promote: \"false\"",
+		"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10")
+}
+
+// TestBlueGreenCommands drives a workload with auto-promote off: the first
+// revision goes live at once (nothing serves yet), the second waits for
+// promote with the preview Service on it, a pause after the swap keeps the
+// old color up past its delay until resume, and a revision whose pods
+// never become Ready fails without ever taking traffic.
+func TestBlueGreenCommands(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "shop")
+	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-blue-") })
+	mark := endpoints.mark()
+
+	t.Log("1. revision 2 is ready on green and waits for promote; the preview Service shows it")
+	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
+	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
+	if got := selector(t, s.ns, "shop-preview")["plimsoll.dev/color"]; got != "green" {
+		t.Errorf("preview Service selects %q, want green", got)
+	}
+	holdsFor(t, "traffic staying on blue until promote", 2*time.Second, func(context.Context) error {
+		if pods := endpoints.ready(); len(pods) != 4 || !allWithPrefix(pods, "shop-blue-") {
+			t.Errorf("endpoints %v before promote", pods)
+		}
+		return nil
+	})
+
+	t.Log("2. promote swaps; pause holds blue up past the 5s delay; resume scales it down")
+	command(t, s.ns, "shop-blue", "promote")
+	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-green-") })
+	command(t, s.ns, "shop-green", "pause")
+	waitForDeployment(t, s.ns, "shop-green", "Paused", phaseIs(2, "Paused", "paused"))
+	holdsFor(t, "blue staying up while paused", 7*time.Second, func(context.Context) error {
+		if b := getDeployment(t, s.ns, "shop-blue"); *b.Spec.Replicas != 4 {
+			t.Errorf("blue asks for %d pods while paused", *b.Spec.Replicas)
+		}
+		return nil
+	})
+	command(t, s.ns, "shop-green", "resume")
+	waitForDeployment(t, s.ns, "shop-blue", "scaled to 0", scaledTo(0))
+	waitForDeployment(t, s.ns, "shop-green", "revision 2 Healthy", phaseIs(2, "Healthy"))
+
+	t.Log("3. revision 3 never becomes Ready on blue: Degraded, traffic never leaves green")
+	greenOnly := endpoints.mark()
+	s.repo.commit("shop broken", manualBlueGreen(t, "does-not-exist"))
+	green := waitForDeployment(t, s.ns, "shop-green", "revision 3 Degraded", phaseIs(3, "Degraded", "progress deadline exceeded"))
+	t.Logf("message: %s", green.Annotations["plimsoll.dev/message"])
+	if green.Annotations["plimsoll.dev/failed-hash"] == "" {
+		t.Errorf("no failed-hash after the failure: %v", green.Annotations)
+	}
+	waitForDeployment(t, s.ns, "shop-blue", "scaled to 0", scaledTo(0))
+	checkNeverServed(t, endpoints, greenOnly, "shop-blue-", 4)
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("the active Service had %d ready endpoints (%v); history:\n%s", n, pods, strings.Join(endpoints.history(mark), "\n"))
+	}
+	if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "green" {
+		t.Errorf("active Service selects %q after the failure, want green", got)
+	}
+}
