@@ -95,6 +95,13 @@ func (c *Controller) syncBlueGreen(ctx context.Context, commit string, git *apps
 		}
 		return c.invalid(ctx, err, git.Annotations, bg.blue, bg.green)
 	}
+	if isPrimary(bg.legacy) {
+		// A rolling workload switching to blue-green: <name> serves until
+		// the first color takes over, and is no longer the primary.
+		if err := c.setRole(ctx, bg.legacy, strategies.RoleIdle); err != nil {
+			return err
+		}
+	}
 	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
 	if err != nil {
 		return err
@@ -182,8 +189,11 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		return c.settleInvalid(ns, name, c.invalid(ctx, err, nil, bg.blue, bg.green))
 	}
 	primary := bg.primary()
-	if primary == nil || primary == bg.legacy {
+	switch {
+	case primary == nil || primary == bg.legacy:
 		return nil // the sink has not written a color yet
+	case isPrimary(bg.legacy):
+		return nil // switched back to rolling; the rolling reconcile retires the colors
 	}
 	recorded, err := strategies.ReadStatus(primary.Annotations)
 	if err != nil {
@@ -294,7 +304,7 @@ func (c *Controller) stillServing(ctx context.Context, bg *blueGreen, d *appsv1.
 	if bg.active.Spec.Selector[strategies.LabelColor] == "" {
 		return false
 	}
-	served, err := c.servedBy(ctx, bg.ns, bg.active.Name, d.Name+"-")
+	served, err := c.servedBy(ctx, bg.ns, bg.active.Name, d.Name)
 	if err != nil {
 		c.log.Info("cannot read endpoints; scale-down deferred", "workload", bg.ns+"/"+bg.name, "err", err)
 		return true

@@ -142,8 +142,8 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 		}
 		return c.settleInvalid(ns, name, c.invalid(ctx, err, nil, cy.stable, cy.canary))
 	}
-	if cy.stable == nil {
-		return nil
+	if cy.stable == nil || isPrimary(cy.stable) {
+		return nil // not created yet, or switched back to rolling
 	}
 	recorded, err := strategies.ReadStatus(cy.stable.Annotations)
 	if err != nil {

@@ -93,6 +93,13 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 			rsets = append(rsets, &list.Items[i])
 		}
 	}
+	if !isPrimary(live) && c.hasDeployment(git.Namespace, git.Name, "-blue", "-green") {
+		// Switching from blue-green, whose status is on the colors: the
+		// revisions count on from there.
+		if recorded, err = c.latestStatus(ctx, git.Namespace, git.Name, recorded); err != nil {
+			return err
+		}
+	}
 	want := strategies.Desired{
 		Hash:         strategies.TemplateHash(git.Spec.Template),
 		Replicas:     git.Spec.Replicas,
@@ -105,6 +112,16 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 		return nil
 	}
 
+	keep := map[string]string{}
+	if live != nil && !isPrimary(live) {
+		// The workload was blue-green or canary: <name> becomes the
+		// primary, and what the previous strategy left goes once it is
+		// Healthy (see retireProgressive).
+		if keep, err = c.retireFromRolling(ctx, live, git); err != nil {
+			return err
+		}
+	}
+
 	obj := git.DeepCopy()
 	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	obj.Status = appsv1.DeploymentStatus{}
@@ -113,6 +130,7 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 	for k, v := range plan.Status.Annotations() {
 		setAnnotation(&obj.ObjectMeta, k, v)
 	}
+	setAnnotation(&obj.ObjectMeta, AnnotationRole, string(strategies.RolePrimary))
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
@@ -123,6 +141,9 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 	case strategies.TemplateRollback:
 		obj.Spec.Template = workloadTemplate(plan.Rollback.Template, git.Name)
 		keepAnnotation(obj, live, AnnotationChangeCause)
+	}
+	for k, v := range keep {
+		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
 	}
 	body, err := json.Marshal(obj)
 	if err != nil {

@@ -34,18 +34,35 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 }
 
 // strategyOf tells a workload's strategy from the Deployments it has:
-// blue-green once it has a color, canary when <name> says so, else
-// rolling.
+// rolling when <name> is the primary (also while it retires what a
+// previous strategy left), blue-green once it has a color, canary when
+// <name> says so, else rolling.
 func (c *Controller) strategyOf(ns, name string) string {
-	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
-		if _, err := c.deploys.Deployments(ns).Get(name + "-" + string(color)); err == nil {
-			return StrategyBlueGreen
-		}
+	d, err := c.deploys.Deployments(ns).Get(name)
+	if err != nil {
+		d = nil
 	}
-	if d, err := c.deploys.Deployments(ns).Get(name); err == nil && d.Annotations[AnnotationStrategy] == StrategyCanary {
+	if isPrimary(d) {
+		return StrategyRolling
+	}
+	if c.hasDeployment(ns, name, "-blue", "-green") {
+		return StrategyBlueGreen
+	}
+	if d != nil && d.Annotations[AnnotationStrategy] == StrategyCanary {
 		return StrategyCanary
 	}
 	return StrategyRolling
+}
+
+// hasDeployment reports whether the informer holds a Deployment named
+// name plus one of suffixes.
+func (c *Controller) hasDeployment(ns, name string, suffixes ...string) bool {
+	for _, suffix := range suffixes {
+		if _, err := c.deploys.Deployments(ns).Get(name + suffix); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileRolling reads like the checklist it is: deleted? command
@@ -85,6 +102,16 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 		Commit:       recorded.Commit,
 	}
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: rsets})
+
+	if plan.Status.Phase == strategies.PhaseHealthy && isPrimary(live) && c.hasDeployment(ns, name, "-blue", "-green", "-canary") {
+		retired, err := c.retireProgressive(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		if retired {
+			c.eventSwitched(live)
+		}
+	}
 
 	updated := live.DeepCopy()
 	writeStatus(updated, plan.Status)

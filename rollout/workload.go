@@ -236,10 +236,12 @@ func desiredReplicas(git *appsv1.Deployment) int32 {
 }
 
 // servedBy reports whether the Service's EndpointSlices hold a ready
-// endpoint of a pod whose name starts with prefix (a Deployment's pods are
-// named "<deployment>-<hash>-<suffix>"). Pods still served are not taken
-// away: the Service's endpoints follow a selector change a moment later.
-func (c *Controller) servedBy(ctx context.Context, ns, service, prefix string) (bool, error) {
+// endpoint of a pod of Deployment deploy. Its pods are named
+// "<deploy>-<template hash>-<suffix>", neither part with a dash, so the
+// pods of web are told from those of web-blue. Pods still served are not
+// taken away: the Service's endpoints follow a selector change a moment
+// later.
+func (c *Controller) servedBy(ctx context.Context, ns, service, deploy string) (bool, error) {
 	list, err := c.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{discoveryv1.LabelServiceName: service}.String(),
 	})
@@ -249,12 +251,19 @@ func (c *Controller) servedBy(ctx context.Context, ns, service, prefix string) (
 	for _, s := range list.Items {
 		for _, e := range s.Endpoints {
 			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
-			if ready && e.TargetRef != nil && e.TargetRef.Kind == "Pod" && strings.HasPrefix(e.TargetRef.Name, prefix) {
+			if ready && e.TargetRef != nil && e.TargetRef.Kind == "Pod" && podOf(e.TargetRef.Name, deploy) {
 				return true, nil
 			}
 		}
 	}
 	return false, nil
+}
+
+// podOf reports whether pod is named like a pod of Deployment deploy:
+// podOf("web-7d9c556656-w9rcx", "web") is true, podOf("web-blue-7d9c556656-w9rcx", "web") false.
+func podOf(pod, deploy string) bool {
+	rest, ok := strings.CutPrefix(pod, deploy+"-")
+	return ok && strings.Count(rest, "-") == 1
 }
 
 // getService reads the Service named by annotation key of a workload: a

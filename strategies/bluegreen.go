@@ -213,7 +213,7 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 	oldUp := !scaledDown(o.Deployment(old)) || !scaledDown(o.Legacy)
 	switch {
 	case oldUp && o.Paused:
-		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s serves from %s; paused before scaling %s down", revision, active, old)
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s serves from %s; paused before scaling %s down", revision, active, oldName(old, o))
 	case oldUp && plan.ScaleDownAt.IsZero():
 		// The old color is up with no scale-down recorded (a restart
 		// between the swap and its record, or a switch from rolling).
@@ -228,7 +228,7 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 		if o.Legacy != nil {
 			plan.LegacyReplicas = new(int32)
 		}
-		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s serves from %s; scaling %s down", revision, active, old)
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s serves from %s; scaling %s down", revision, active, oldName(old, o))
 	case !fullyAvailable(o.Deployment(active), n):
 		plan.ScaleDownAt = time.Time{}
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))
@@ -360,9 +360,14 @@ func trafficStays(active Color) string {
 
 // scaleDownNote is "blue scales down at 12:00:30".
 func scaleDownNote(old Color, o BlueGreenObserved, at time.Time) string {
-	what := string(old)
+	return fmt.Sprintf("%s scales down at %s", oldName(old, o), at.UTC().Format(time.TimeOnly))
+}
+
+// oldName names what lost traffic: the old color, or the Deployment the
+// workload ran before it switched to blue-green.
+func oldName(old Color, o BlueGreenObserved) string {
 	if o.Deployment(old) == nil && o.Legacy != nil {
-		what = o.Legacy.Name
+		return o.Legacy.Name
 	}
-	return fmt.Sprintf("%s scales down at %s", what, at.UTC().Format(time.TimeOnly))
+	return string(old)
 }

@@ -289,7 +289,7 @@ func blueGreenCases() []blueGreenCase {
 		{
 			name:     "switch from rolling, the delay ran out: web to 0",
 			recorded: progressing4, legacy: legacy(4), blue: blue4, active: ColorBlue, scaleDownAt: at(delay30s), now: delay30s,
-			want: blueGreenWant{phase: PhaseProgressing, words: []string{"scaling green down"}, replicas: map[Color]int32{ColorBlue: 4}, legacy: ptrTo(int32(0)),
+			want: blueGreenWant{phase: PhaseProgressing, words: []string{"scaling web down"}, replicas: map[Color]int32{ColorBlue: 4}, legacy: ptrTo(int32(0)),
 				active: ColorBlue, preview: ColorBlue, roles: map[Color]Role{ColorBlue: RoleActive}, scaleDownAt: at(delay30s)},
 		},
 		{
