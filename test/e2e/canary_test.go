@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -180,4 +181,56 @@ func TestCanaryReplacesPods(t *testing.T) {
 	if c := getDeployment(t, s.ns, "api-canary"); *c.Spec.Replicas != 2 {
 		t.Errorf("api-canary asks for %d pods, want 2: 1 serving and the one taken out", *c.Spec.Replicas)
 	}
+}
+
+// TestCanaryRetry retries a failed canary: the failed template goes out
+// again (its canary pod comes back), fails again on its deadline, and the
+// workload ends Degraded with the same failed hash; no canary pod serves.
+func TestCanaryRetry(t *testing.T) {
+	s := newSyncTarget(t)
+	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
+	s.repo.commit("api v1", canaryExample(t, "v1", short...))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	mark := endpoints.mark()
+	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
+	failed := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded")).Annotations["plimsoll.dev/failed-hash"]
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+
+	command(t, s.ns, "api", "retry")
+	waitFor(t, "the failed template to be tried again", func(ctx context.Context) (bool, error) {
+		return len(images(t, s.ns, "app=api", "api-canary-")) > 0, nil
+	})
+	d := waitForDeployment(t, s.ns, "api", "failed again", func(d *appsv1.Deployment) bool {
+		_, pending := d.Annotations["plimsoll.dev/command"]
+		return !pending && d.Annotations["plimsoll.dev/phase"] == "Degraded" && d.Annotations["plimsoll.dev/failed-hash"] == failed &&
+			*getDeployment(t, s.ns, "api-canary").Spec.Replicas == 0
+	})
+	t.Logf("after the retry: %s", d.Annotations["plimsoll.dev/message"])
+	checkNeverServed(t, endpoints, mark, "api-canary-", 4)
+}
+
+// TestCanaryPauseResume pauses a canary in its timed pause: it stays at
+// 25% past the pause's end until resume, then finishes.
+func TestCanaryPauseResume(t *testing.T) {
+	s := newSyncTarget(t)
+	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 4s, 100%"`}
+	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	waitForDeployment(t, s.ns, "api", "in the timed pause", phaseIs(2, "Progressing", "canary step 2/3", "paused until"))
+	command(t, s.ns, "api", "pause")
+	waitForDeployment(t, s.ns, "api", "Paused", phaseIs(2, "Paused", "paused"))
+	holdsFor(t, "the canary staying at step 2 past the pause's end", 6*time.Second, func(ctx context.Context) error {
+		d := getDeployment(t, s.ns, "api")
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != "registry.example/api:v1" || d.Annotations["plimsoll.dev/phase"] != "Paused" {
+			return fmt.Errorf("stable runs %s, phase %s", got, d.Annotations["plimsoll.dev/phase"])
+		}
+		return nil
+	})
+	command(t, s.ns, "api", "resume")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
 }
