@@ -85,9 +85,10 @@ func (c *Controller) readBlueGreen(ctx context.Context, ns, name string, annotat
 }
 
 // syncBlueGreen takes a commit's blue-green Deployment: the Git template goes
-// to the color the plan targets, Git's metadata to every color, and then the
-// workload is reconciled once.
-func (c *Controller) syncBlueGreen(ctx context.Context, commit string, git *appsv1.Deployment) error {
+// to the color the plan targets, with the commit as its change cause (so
+// that `kubectl rollout history` of the color lists commits), Git's
+// metadata to every color, and then the workload is reconciled once.
+func (c *Controller) syncBlueGreen(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
 	bg, err := c.readBlueGreen(ctx, git.Namespace, git.Name, git.Annotations)
 	if err != nil {
 		if bg == nil {
@@ -133,6 +134,7 @@ func (c *Controller) syncBlueGreen(ctx context.Context, commit string, git *apps
 			if live != nil {
 				want.ObjectMeta = refresh(live, git).ObjectMeta
 			}
+			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 		case live != nil:
 			want = refresh(live, git)
 		default:

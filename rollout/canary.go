@@ -68,8 +68,9 @@ func canarySteps(a map[string]string) ([]strategies.Step, error) {
 
 // syncCanary takes a commit's canary Deployment: the stable Deployment is
 // created from Git when absent, else gets Git's metadata; the Git template
-// goes to <name>-canary; then the workload is reconciled once.
-func (c *Controller) syncCanary(ctx context.Context, commit string, git *appsv1.Deployment) error {
+// goes to <name>-canary with the commit as its change cause; then the
+// workload is reconciled once.
+func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
 	cy, _, err := c.readCanary(ctx, git.Namespace, git.Name, git.Annotations)
 	if err != nil {
 		if cy == nil {
@@ -99,6 +100,7 @@ func (c *Controller) syncCanary(ctx context.Context, commit string, git *appsv1.
 		t := *git.Spec.Template.DeepCopy()
 		setLabel(&t.ObjectMeta, strategies.LabelServing, "true")
 		stable = derived(git, git.Name, nil, t, state.Replicas)
+		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	} else {
 		stable = refresh(cy.stable, git)
 	}
@@ -118,6 +120,7 @@ func (c *Controller) syncCanary(ctx context.Context, commit string, git *appsv1.
 		if live != nil {
 			want.ObjectMeta = refresh(live, git).ObjectMeta
 		}
+		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	case live != nil:
 		want = refresh(live, git)
 	}
@@ -200,6 +203,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 			delete(t.Labels, strategies.LabelTrack)
 			setLabel(&t.ObjectMeta, strategies.LabelServing, "true")
 			stable.Spec.Template = strategies.Stamp(t)
+			// The stable Deployment's new ReplicaSet is the canary's
+			// commit in `kubectl rollout history`.
+			keepAnnotation(stable, cy.canary, AnnotationChangeCause)
 		}
 	}
 	if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {

@@ -59,9 +59,9 @@ func (c *Controller) syncDeployment(ctx context.Context, commit, subject string,
 	case "", StrategyRolling:
 		return c.syncRolling(ctx, commit, subject, git)
 	case StrategyBlueGreen:
-		return c.syncBlueGreen(ctx, commit, git)
+		return c.syncBlueGreen(ctx, commit, subject, git)
 	case StrategyCanary:
-		return c.syncCanary(ctx, commit, git)
+		return c.syncCanary(ctx, commit, subject, git)
 	default:
 		return fmt.Errorf("annotation %s: unknown strategy %q (want %s, %s or %s)",
 			AnnotationStrategy, strategy, StrategyRolling, StrategyBlueGreen, StrategyCanary)

@@ -48,7 +48,7 @@ func TestBlueGreenRollout(t *testing.T) {
 
 	t.Log("2. revision 2 goes to green; the swap happens once green has 4 available")
 	mark := endpoints.mark()
-	s.repo.commit("shop v2", blueGreenExample(t, "v2", delay.String()))
+	v2 := s.repo.commit("shop v2", blueGreenExample(t, "v2", delay.String()))
 	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(withPrefix(pods, "shop-green-")) > 0 })
 	swapped := time.Now()
 	// The first state that holds a green pod must hold green pods only: the
@@ -87,6 +87,9 @@ func TestBlueGreenRollout(t *testing.T) {
 		}
 	}
 	t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+	if history := kubectl(t, "rollout", "history", "deployment/shop-green", "-n", s.ns); !strings.Contains(history, v2[:7]+" shop v2") {
+		t.Errorf("kubectl rollout history of shop-green does not list %q:\n%s", v2[:7]+" shop v2", history)
+	}
 
 	t.Log("4. revision 3 swaps to blue; an abort within the delay swaps back to the green pods at once")
 	before := endpoints.ready()

@@ -40,7 +40,7 @@ func TestCanaryRollout(t *testing.T) {
 	mark := endpoints.mark()
 
 	t.Log("2. revision 2, step 1 (25%): exactly 1 canary pod serving, 4 serving in all")
-	s.repo.commit("api v2", canaryExample(t, "v2"))
+	v2 := s.repo.commit("api v2", canaryExample(t, "v2"))
 	stable := waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote",
 		phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
 	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
@@ -66,6 +66,9 @@ func TestCanaryRollout(t *testing.T) {
 			n, pods, strings.Join(endpoints.history(mark), "\n"))
 	}
 	t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+	if history := kubectl(t, "rollout", "history", "deployment/api", "-n", s.ns); !strings.Contains(history, v2[:7]+" api v2") {
+		t.Errorf("kubectl rollout history of api does not list %q:\n%s", v2[:7]+" api v2", history)
+	}
 
 	t.Log("5. revision 3, abort at step 1: no canary address left in the Service")
 	s.repo.commit("api v3", canaryExample(t, "v3"))
