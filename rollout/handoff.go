@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +23,13 @@ import (
 // with its namespace and the plimsoll.dev/sync label set. The sync engine
 // calls it after the commit's other objects are applied, and records the
 // Deployments as applied only when it returns nil.
+//
+// CheckDeployment is asked about every Deployment of a commit before
+// anything of it is applied; an error refuses the whole commit. services
+// names the Services of the Deployment's namespace that the commit
+// applies.
 type DeploymentSink interface {
+	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 }
 
@@ -50,6 +57,62 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 		c.queue.Add(d.Namespace + "/" + d.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// CheckDeployment reports what keeps a Git Deployment from being rolled
+// out as written: an unknown strategy, an annotation value that does not
+// parse, a Service the strategy needs that is unnamed, or neither in the
+// commit (services) nor in the cluster. A refusal of a blue-green or canary
+// workload is also recorded on its live Deployments, phase Degraded and the
+// error as message, which the pods do not notice.
+func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
+	err := checkAnnotations(git.Annotations)
+	if err == nil {
+		err = c.checkServices(ctx, git, services)
+	}
+	if err == nil {
+		return nil
+	}
+	if strategy := git.Annotations[AnnotationStrategy]; !isInputError(err) || (strategy != StrategyBlueGreen && strategy != StrategyCanary) {
+		// A rolling workload's status is the rolling plan's to write; the
+		// refusal shows in the sync status.
+		return err
+	}
+	var live []*appsv1.Deployment
+	for _, name := range workloadDeployments(git) {
+		d, gerr := c.getDeployment(ctx, git.Namespace, name)
+		if gerr != nil {
+			return errors.Join(err, gerr)
+		}
+		live = append(live, d)
+	}
+	return c.invalid(ctx, err, git.Annotations, live...)
+}
+
+// checkServices checks that the Services git's strategy steers exist, or
+// come with the commit (services).
+func (c *Controller) checkServices(ctx context.Context, git *appsv1.Deployment, services []string) error {
+	for _, key := range []string{AnnotationActiveService, AnnotationPreviewService, AnnotationService} {
+		name := git.Annotations[key]
+		if name == "" || slices.Contains(services, name) || !steers(git.Annotations[AnnotationStrategy], key) {
+			continue
+		}
+		if _, err := c.getService(ctx, git.Namespace, git.Annotations, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// steers reports whether strategy uses the Service named by annotation key.
+func steers(strategy, key string) bool {
+	switch key {
+	case AnnotationActiveService, AnnotationPreviewService:
+		return strategy == StrategyBlueGreen
+	case AnnotationService:
+		return strategy == StrategyCanary
+	}
+	return false
 }
 
 // syncDeployment hands one Git Deployment to its strategy.

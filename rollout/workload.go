@@ -307,8 +307,10 @@ func (e *inputError) Error() string { return e.msg }
 
 // markInvalid records err as the message of every given Deployment, phase
 // Degraded, with the plimsoll.dev/ annotations of Git (git; nil keeps the
-// live ones), which name what is wrong. Nothing else changes: the pods run
-// on as they are.
+// live ones), which name what is wrong, so that the reconcile loop meets
+// the same error and leaves the workload as it is until Git changes. The
+// strategy is not copied: a workload keeps being reconciled by the
+// strategy it runs with. Nothing else changes: the pods run on as they are.
 func (c *Controller) markInvalid(ctx context.Context, err error, git map[string]string, deploys ...*appsv1.Deployment) error {
 	for _, live := range deploys {
 		if live == nil {
@@ -316,7 +318,7 @@ func (c *Controller) markInvalid(ctx context.Context, err error, git map[string]
 		}
 		want := live.DeepCopy()
 		for k, v := range git {
-			if strings.HasPrefix(k, strategies.ControllerPrefix) && !slices.Contains(workloadKeys, k) {
+			if strings.HasPrefix(k, strategies.ControllerPrefix) && !slices.Contains(workloadKeys, k) && k != AnnotationStrategy {
 				setAnnotation(&want.ObjectMeta, k, v)
 			}
 		}
@@ -376,4 +378,44 @@ func (c *Controller) report(obj *appsv1.Deployment, recorded, status strategies.
 	case status.Phase != recorded.Phase:
 		c.events.Event(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
 	}
+}
+
+// checkAnnotations checks the input annotations of a workload in Git: the
+// strategy is known, the strategy's Service names are set, and every value
+// parses. The first problem is returned as an inputError naming the
+// annotation.
+func checkAnnotations(a map[string]string) error {
+	for _, key := range []string{AnnotationAutoRollback, AnnotationAutoPromote} {
+		if v, ok := a[key]; ok && v != "true" && v != "false" {
+			return &inputError{fmt.Sprintf("annotation %s: %q is neither \"true\" nor \"false\"", key, v)}
+		}
+	}
+	switch strategy := a[AnnotationStrategy]; strategy {
+	case "", StrategyRolling:
+		return nil
+	case StrategyBlueGreen:
+		if a[AnnotationActiveService] == "" {
+			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", AnnotationActiveService, strategy)}
+		}
+		_, err := scaleDownDelay(a)
+		return err
+	case StrategyCanary:
+		if a[AnnotationService] == "" {
+			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", AnnotationService, strategy)}
+		}
+		_, err := canarySteps(a)
+		return err
+	default:
+		return &inputError{fmt.Sprintf("annotation %s: unknown strategy %q (want %s, %s or %s)",
+			AnnotationStrategy, strategy, StrategyRolling, StrategyBlueGreen, StrategyCanary)}
+	}
+}
+
+// workloadDeployments names the Deployments a progressive workload runs
+// as: the colors for blue-green, <name> and <name>-canary for canary.
+func workloadDeployments(git *appsv1.Deployment) []string {
+	if git.Annotations[AnnotationStrategy] == StrategyBlueGreen {
+		return []string{git.Name + "-blue", git.Name + "-green"}
+	}
+	return []string{git.Name, git.Name + "-canary"}
 }

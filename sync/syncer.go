@@ -56,7 +56,14 @@ type Source interface {
 // them out instead of sync applying them. commit and subject name the
 // commit they came from. The interface mirrors the one package rollout
 // implements; cmd/plimsoll wires the two.
+//
+// CheckDeployment is asked about every Deployment of a commit before
+// anything of the commit is applied: an error (an unknown strategy, a bad
+// canary steps string, a Service that neither exists nor comes with the
+// commit) fails the whole commit, as an invalid manifest does. services
+// names the Services of the Deployment's namespace in the commit.
 type DeploymentSink interface {
+	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 }
 
@@ -238,6 +245,9 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Sta
 		return st, outcomeHeld, err
 	}
 
+	if err := s.checkDeployments(ctx, objs); err != nil {
+		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
+	}
 	plan, changes, err := s.applyCommit(ctx, objs, rec, snap.Commit)
 	if err != nil {
 		err = redact.err(err)
@@ -382,6 +392,37 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, commit source.Co
 		}
 	}
 	return changes, errors.Join(errs...)
+}
+
+// checkDeployments asks the rollout controller about every Deployment of
+// the commit, before anything is applied; each refusal names its file and
+// document.
+func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) error {
+	if s.cfg.Deployments == nil {
+		return nil
+	}
+	services := map[string][]string{} // by namespace
+	for _, obj := range objs {
+		if gvk := obj.Obj.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Service" {
+			services[obj.Obj.GetNamespace()] = append(services[obj.Obj.GetNamespace()], obj.Obj.GetName())
+		}
+	}
+	var errs []error
+	for _, obj := range objs {
+		gvk := obj.Obj.GroupVersionKind()
+		if gvk.Group != "apps" || gvk.Kind != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Obj.Object, d); err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", obj.Key(), err)})
+			continue
+		}
+		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("Deployment %s: %v", obj.Key(), err)})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // stale records a failure to read the source: the cluster keeps running the

@@ -86,6 +86,8 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			want: []string{"deployment.yaml, document 1", "spec.replicas"}},
 		{name: "unknown strategy", files: map[string]string{"deployment.yaml": strings.Replace(rollingDeployment(1, goodImage), "  name: web\n", "  name: web\n  annotations:\n    plimsoll.dev/strategy: recreate\n", 1)},
 			want: []string{"deployment.yaml, document 1", "plimsoll.dev/strategy", `unknown strategy "recreate"`}},
+		{name: "auto-rollback not a boolean", files: map[string]string{"deployment.yaml": rollingDeployment(1, goodImage, "plimsoll.dev/auto-rollback", "yes")},
+			want: []string{"deployment.yaml, document 1", "plimsoll.dev/auto-rollback", `"yes" is neither "true" nor "false"`}},
 		{name: "immutable field change", files: map[string]string{"config.yaml": strings.Replace(good["config.yaml"], "k: v1", "k: v2", 1)},
 			want: []string{"config.yaml, document 2", "immutable", "plimsoll.dev/force"}},
 		{name: "absolute symlink", link: [2]string{"passwd.yaml", "/etc/passwd"},

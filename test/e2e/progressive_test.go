@@ -202,7 +202,9 @@ func TestProgressiveBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			s.repo.commit("good", example(t, tc.dir))
+			good := example(t, tc.dir)
+			good["config.yaml"] = settingsConfigMap("good")
+			s.repo.commit("good", good)
 			startDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			app := "app=" + strings.SplitN(tc.primary, "-", 2)[0]
@@ -213,7 +215,13 @@ func TestProgressiveBadInput(t *testing.T) {
 			}
 
 			newImage := strings.TrimSuffix(tc.image, "v1") + "v2"
-			bad := s.repo.commit("bad", example(t, tc.dir, append([]string{tc.image, newImage}, breaks[tc.dir]...)...))
+			cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "settings", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("read ConfigMap settings: %v", err)
+			}
+			files := example(t, tc.dir, append([]string{tc.image, newImage}, breaks[tc.dir]...)...)
+			files["config.yaml"] = settingsConfigMap("bad")
+			bad := s.repo.commit("bad", files)
 			d := waitForDeployment(t, s.ns, tc.primary, "Degraded with the error", func(d *appsv1.Deployment) bool {
 				return d.Annotations["plimsoll.dev/phase"] == "Degraded" && strings.Contains(d.Annotations["plimsoll.dev/message"], tc.want[0])
 			})
@@ -237,10 +245,21 @@ func TestProgressiveBadInput(t *testing.T) {
 				if d := getDeployment(t, s.ns, tc.primary); d.Annotations["plimsoll.dev/phase"] != "Degraded" {
 					return fmt.Errorf("phase %s: %s", d.Annotations["plimsoll.dev/phase"], d.Annotations["plimsoll.dev/message"])
 				}
+				// Nothing of the commit is applied: the refusal comes
+				// before the apply.
+				now, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(ctx, "settings", metav1.GetOptions{})
+				if err != nil || now.ResourceVersion != cm.ResourceVersion || now.Data["mode"] != "good" {
+					return fmt.Errorf("ConfigMap settings changed: %v %v", now.Data, err)
+				}
 				return nil
 			})
 		})
 	}
+}
+
+// settingsConfigMap is a ConfigMap "settings" with data mode: <mode>.
+func settingsConfigMap(mode string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: " + mode + "\n"
 }
 
 // podNames returns the pods' names, sorted.
