@@ -74,12 +74,18 @@ type BlueGreenPlan struct {
 	// Acted says what a pending command did, for the command's Event; ""
 	// when no command was pending or it did nothing.
 	Acted string
+	// Pending is true for a promote that came before the new color was
+	// ready: the caller leaves the command in place, and the swap happens
+	// once the color is ready.
+	Pending bool
 }
 
 // PlanBlueGreen plans one step of a blue-green workload from what Git wants
 // (desired), what is recorded (recorded) and what runs (observed). It reads
 // nothing else, so a controller restarted at any point plans the same step
-// again.
+// again. While the Deployment controller has not observed a Deployment's
+// latest spec, the recorded phase and message stand (see
+// keepWhileLagging).
 //
 // The color carrying the Git template is the target T; the color the
 // active Service selects is A (the active color), and O is the other one.
@@ -102,6 +108,16 @@ type BlueGreenPlan struct {
 // that failed its progress deadline before taking traffic is held at N
 // (Degraded) until an abort, a retry or a Git change.
 func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
+	plan := planBlueGreen(desired, recorded, o)
+	// A promote that comes before the new color is ready waits for it.
+	target := targetColor(desired.Hash, o)
+	plan.Pending = o.Promote && plan.Acted == "" && target != o.Active && plan.Status.FailedHash != desired.Hash
+	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
+	return plan
+}
+
+// planBlueGreen is PlanBlueGreen but for what applies to every plan.
+func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
 	n := replicasOf(desired.Desired)
 	decision := DecideRevision(recorded, desired.Hash)
 	plan := BlueGreenPlan{

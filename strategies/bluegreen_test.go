@@ -152,9 +152,10 @@ func swapCases(n int32) []blueGreenCase {
 			want: with(goingOut, fmt.Sprintf("on green: %d/%d available", n-1, n)),
 		},
 		{
-			name:     "green N/N/N but its latest spec not observed: no swap",
-			recorded: progressing4, blue: blue, green: colorDeploy(ColorGreen, v4, sized(n), withGeneration(3, 2)), active: ColorBlue,
-			want: with(goingOut, "on green"),
+			name:     "green N/N/N but its latest spec not observed: no swap, the recorded message stands",
+			recorded: withMessage(progressing4, "revision 4 on green: 1/N available"), blue: blue,
+			green: colorDeploy(ColorGreen, v4, sized(n), withGeneration(3, 2)), active: ColorBlue,
+			want: with(goingOut, "revision 4 on green: 1/N available"),
 		},
 		{
 			name:     "green N available but one pod of an older template left: no swap",

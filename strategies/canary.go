@@ -81,7 +81,9 @@ type CanaryPlan struct {
 }
 
 // PlanCanary plans one step of a canary workload from what Git wants
-// (desired), what is recorded (recorded) and what runs (observed).
+// (desired), what is recorded (recorded) and what runs (observed). While
+// the Deployment controller has not observed a Deployment's latest spec,
+// the recorded phase and message stand (see keepWhileLagging).
 //
 // Worked through with N = 4 and steps "25%, pause, 50%, pause, 100%":
 //
@@ -110,6 +112,13 @@ type CanaryPlan struct {
 // not replaced; the canary pods of the current weight are still labelled
 // as they become Ready.
 func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
+	plan := planCanary(desired, recorded, o)
+	keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
+	return plan
+}
+
+// planCanary is PlanCanary but for what applies to every plan.
+func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
 	n := replicasOf(desired.Desired)
 	decision := DecideRevision(recorded, desired.Hash)
 	plan := CanaryPlan{

@@ -202,9 +202,10 @@ func canaryCases() []canaryCase {
 				step: 1, since: sinceNow, requeue: atOnce},
 		},
 		{
-			name:     "25%: stable asks for 3 but the Deployment controller has not observed it: not done",
-			recorded: progressing4, stable: stableDeploy(v3, sized(3), withGeneration(3, 2)), canary: cy(1), pods: []Pod{serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one},
+			name:     "25%: stable asks for 3 but the Deployment controller has not observed it: not done, the recorded message stands",
+			recorded: withMessage(progressing4, "canary step 1/5: 25% (0/4 pods serving)"),
+			stable:   stableDeploy(v3, sized(3), withGeneration(3, 2)), canary: cy(1), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"(0/4 pods serving)"}, stable: three, canary: one},
 		},
 		{
 			name:     "25%: stable asks for 3 with 2 available: not done",

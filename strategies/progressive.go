@@ -84,6 +84,28 @@ func startStatus(desired Desired, recorded Status, decision RevisionDecision) St
 	return Status{Revision: decision.Revision, Hash: desired.Hash, FailedHash: recorded.FailedHash, Commit: desired.Commit}
 }
 
+// keepWhileLagging keeps the recorded phase and message in status while one
+// of deploys (nil ones aside) has a spec the Deployment controller has not
+// observed yet, as long as status records the same revision, hash, failed
+// hash and commit. Every status write changes a Deployment's annotations,
+// which bumps its generation: reporting the lag ("2/4 available" instead
+// of "waiting for promote") would be one more write and one more
+// generation, and the phase would flip at every write. A failure is never
+// held back.
+func keepWhileLagging(status *Status, recorded Status, deploys ...*appsv1.Deployment) {
+	lagging := false
+	for _, d := range deploys {
+		if d != nil && !caughtUp(d) {
+			lagging = true
+		}
+	}
+	same := status.Revision == recorded.Revision && status.Hash == recorded.Hash &&
+		status.FailedHash == recorded.FailedHash && status.Commit == recorded.Commit
+	if lagging && same && recorded.Phase != "" && status.Phase != PhaseDegraded {
+		status.Phase, status.Message = recorded.Phase, recorded.Message
+	}
+}
+
 // caughtUp reports whether the Deployment controller has observed d's latest
 // spec, so that its status describes it.
 func caughtUp(d *appsv1.Deployment) bool {

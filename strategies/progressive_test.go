@@ -27,6 +27,12 @@ var progressing4 = Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, Commit
 var degraded4 = Status{Phase: PhaseDegraded, Revision: 4, Hash: h4, FailedHash: h4, Commit: commitV4,
 	Message: "revision 4 failed: progress deadline exceeded after 10s"}
 
+// withMessage is s with message m.
+func withMessage(s Status, m string) Status {
+	s.Message = m
+	return s
+}
+
 // desiredN is what Git asks of web at revision 4 with n replicas and
 // auto-rollback on.
 func desiredN(n int32) Desired {
