@@ -241,6 +241,11 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		}
 		want := live.DeepCopy()
 		stamp(want, annotations, plan.Roles[color])
+		if live == primary && !plan.Pending {
+			// Acted on in this write (a pending promote waits for the
+			// new color and stays).
+			delete(want.Annotations, AnnotationCommand)
+		}
 		if n, ok := plan.Replicas[color]; ok {
 			if n < *live.Spec.Replicas && color == active && plan.Active != active {
 				later = append(later, color)
@@ -274,6 +279,9 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		if err := c.writeDeployment(ctx, legacy, want); err != nil {
 			return err
 		}
+	}
+	if plan.Pending {
+		cmd = command{} // no Event until it acts
 	}
 	c.report(primary, recorded, plan.Status, cmd, plan.Acted)
 	if plan.RequeueAfter > 0 {

@@ -191,6 +191,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 
 	stable := cy.stable.DeepCopy()
 	stamp(stable, annotations, strategies.RoleStable)
+	delete(stable.Annotations, AnnotationCommand) // acted on in this write
 	if plan.StableReplicas != nil {
 		stable.Spec.Replicas = plan.StableReplicas
 	}

@@ -78,13 +78,12 @@ func (s workloadState) annotations(st strategies.Status) map[string]string {
 	return a
 }
 
-// stamp replaces the workload annotations of d with a, sets its role and
-// removes a command, which the write carrying it acts on.
+// stamp replaces the workload annotations of d with a and sets its role. A
+// command on d stays: only the reconcile that acts on it clears it.
 func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
 	for _, k := range workloadKeys {
 		delete(d.Annotations, k)
 	}
-	delete(d.Annotations, AnnotationCommand)
 	for k, v := range a {
 		setAnnotation(&d.ObjectMeta, k, v)
 	}

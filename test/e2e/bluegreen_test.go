@@ -136,7 +136,8 @@ func manualBlueGreen(t *testing.T, version string) map[string]string {
 
 // TestBlueGreenCommands drives a workload with auto-promote off: the first
 // revision goes live at once (nothing serves yet), the second waits for
-// promote with the preview Service on it, a pause after the swap keeps the
+// promote and is aborted, the third waits for promote with the preview
+// Service on it and is promoted, a pause after the swap keeps the
 // old color up past its delay until resume, and a revision whose pods
 // never become Ready fails without ever taking traffic.
 func TestBlueGreenCommands(t *testing.T) {
@@ -148,13 +149,25 @@ func TestBlueGreenCommands(t *testing.T) {
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-blue-") })
 	mark := endpoints.mark()
 
-	t.Log("1. revision 2 is ready on green and waits for promote; the preview Service shows it")
+	t.Log("1. revision 2 waits for promote on green; abort before the swap scales green down")
 	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
+	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
+	command(t, s.ns, "shop-blue", "abort")
+	blue := waitForDeployment(t, s.ns, "shop-blue", "revision 2 Degraded", phaseIs(2, "Degraded", "aborted revision 2"))
+	if blue.Annotations["plimsoll.dev/failed-hash"] == "" {
+		t.Errorf("no failed-hash after the abort: %v", blue.Annotations)
+	}
+	waitForDeployment(t, s.ns, "shop-green", "scaled to 0", scaledTo(0))
+
+	t.Log("2. revision 3 is ready on green and waits for promote; the preview Service shows it")
+	s.repo.commit("shop v3", manualBlueGreen(t, "v3"))
+	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(3, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
 	if got := selector(t, s.ns, "shop-preview")["plimsoll.dev/color"]; got != "green" {
 		t.Errorf("preview Service selects %q, want green", got)
 	}
+	checkQuiet(t, s.ns, "shop-blue", "shop-green")
 	holdsFor(t, "traffic staying on blue until promote", 2*time.Second, func(context.Context) error {
 		if pods := endpoints.ready(); len(pods) != 4 || !allWithPrefix(pods, "shop-blue-") {
 			t.Errorf("endpoints %v before promote", pods)
@@ -162,11 +175,11 @@ func TestBlueGreenCommands(t *testing.T) {
 		return nil
 	})
 
-	t.Log("2. promote swaps; pause holds blue up past the 5s delay; resume scales it down")
+	t.Log("3. promote swaps; pause holds blue up past the 5s delay; resume scales it down")
 	command(t, s.ns, "shop-blue", "promote")
 	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-green-") })
 	command(t, s.ns, "shop-green", "pause")
-	waitForDeployment(t, s.ns, "shop-green", "Paused", phaseIs(2, "Paused", "paused"))
+	waitForDeployment(t, s.ns, "shop-green", "Paused", phaseIs(3, "Paused", "paused"))
 	holdsFor(t, "blue staying up while paused", 7*time.Second, func(context.Context) error {
 		if b := getDeployment(t, s.ns, "shop-blue"); *b.Spec.Replicas != 4 {
 			t.Errorf("blue asks for %d pods while paused", *b.Spec.Replicas)
@@ -175,12 +188,12 @@ func TestBlueGreenCommands(t *testing.T) {
 	})
 	command(t, s.ns, "shop-green", "resume")
 	waitForDeployment(t, s.ns, "shop-blue", "scaled to 0", scaledTo(0))
-	waitForDeployment(t, s.ns, "shop-green", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "shop-green", "revision 3 Healthy", phaseIs(3, "Healthy"))
 
-	t.Log("3. revision 3 never becomes Ready on blue: Degraded, traffic never leaves green")
+	t.Log("4. revision 4 never becomes Ready on blue: Degraded, traffic never leaves green")
 	greenOnly := endpoints.mark()
 	s.repo.commit("shop broken", manualBlueGreen(t, "does-not-exist"))
-	green := waitForDeployment(t, s.ns, "shop-green", "revision 3 Degraded", phaseIs(3, "Degraded", "progress deadline exceeded"))
+	green := waitForDeployment(t, s.ns, "shop-green", "revision 4 Degraded", phaseIs(4, "Degraded", "progress deadline exceeded"))
 	t.Logf("message: %s", green.Annotations["plimsoll.dev/message"])
 	if green.Annotations["plimsoll.dev/failed-hash"] == "" {
 		t.Errorf("no failed-hash after the failure: %v", green.Annotations)

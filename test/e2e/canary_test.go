@@ -45,6 +45,7 @@ func TestCanaryRollout(t *testing.T) {
 		phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
 	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
 	checkServing(t, endpoints, 1, 4)
+	checkQuiet(t, s.ns, "api", "api-canary")
 
 	t.Log("3. promote: step 3 (50%), 2 canary pods serving")
 	command(t, s.ns, "api", "promote")

@@ -156,6 +156,24 @@ func checkNeverServed(t *testing.T, w *endpointWatch, mark int, prefix string, n
 	}
 }
 
+// checkQuiet checks that the Deployments named keep their resourceVersion
+// for 2 seconds: a workload waiting (for promote, say) writes nothing.
+func checkQuiet(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	versions := map[string]string{}
+	for _, n := range names {
+		versions[n] = getDeployment(t, ns, n).ResourceVersion
+	}
+	holdsFor(t, "no writes while waiting", 2*time.Second, func(context.Context) error {
+		for _, n := range names {
+			if d := getDeployment(t, ns, n); d.ResourceVersion != versions[n] {
+				return fmt.Errorf("Deployment %s written while waiting: %s", n, d.Annotations["plimsoll.dev/message"])
+			}
+		}
+		return nil
+	})
+}
+
 // images returns the images of the live pods whose names start with
 // prefix, one entry a pod, sorted.
 func images(t *testing.T, ns, selector, prefix string) []string {
