@@ -26,6 +26,7 @@ func newRootCommand() *cobra.Command {
 		Short:        "GitOps daemon with an embedded rollout controller",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand())
+	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newStatusCommand())
+	root.AddCommand(newRolloutCommands()...)
 	return root
 }

@@ -98,18 +98,32 @@ func (o *sourceOptions) newLogger() (*slog.Logger, error) {
 
 // restConfig loads the cluster connection the way kubectl does.
 func (o *sourceOptions) restConfig() (*rest.Config, error) {
+	cfg, _, err := loadKubeconfig(o.kubeconfig, o.kubeContext)
+	return cfg, err
+}
+
+// loadKubeconfig loads the connection to the cluster the way kubectl does
+// (an explicit file, else $KUBECONFIG or ~/.kube/config, else in-cluster),
+// with context kubeContext when set, and returns the context's namespace
+// ("" when it names none).
+func loadKubeconfig(kubeconfig, kubeContext string) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
 	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubeContext}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("load kubeconfig: %w", err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		ns = ""
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.UserAgent = "plimsoll/" + version
-	return cfg, nil
+	return cfg, ns, nil
 }
 
 // resolveStatusNamespace applies the --status-namespace default: the

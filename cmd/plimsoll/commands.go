@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"plimsoll.dev/plimsoll/rollout"
+)
+
+// commandHelp says what each rollout command does, for its --help.
+var commandHelp = map[string]string{
+	rollout.CommandPromote: "Promote a blue-green or canary rollout: swap now, or move on a step",
+	rollout.CommandAbort:   "Abort a blue-green or canary rollout: traffic back on the previous revision",
+	rollout.CommandRetry:   "Retry a failed revision: clear the failed hash so the Git template goes out again",
+	rollout.CommandPause:   "Pause a rollout where it is",
+	rollout.CommandResume:  "Resume a paused rollout",
+}
+
+// newRolloutCommands returns promote, abort, retry, pause and resume: each
+// sets plimsoll.dev/command on the workload's primary Deployment and prints
+// what the controller did.
+func newRolloutCommands() []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, name := range []string{rollout.CommandPromote, rollout.CommandAbort, rollout.CommandRetry, rollout.CommandPause, rollout.CommandResume} {
+		o := &clusterOptions{}
+		cmd := &cobra.Command{
+			Use:   name + " WORKLOAD",
+			Short: commandHelp[name],
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx := cmd.Context()
+				client, ns, err := o.connect(ctx)
+				if err != nil {
+					return err
+				}
+				said, err := rollout.SendCommand(ctx, client, ns, args[0], name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", args[0], said)
+				return nil
+			},
+		}
+		o.addFlags(cmd.Flags())
+		cmds = append(cmds, cmd)
+	}
+	return cmds
+}

@@ -1,0 +1,137 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliFlags are the connection flags of the CLI commands for s.
+func (s *syncTarget) cliFlags() []string {
+	return []string{"--kubeconfig", suite.kubeconfig, "-n", s.ns}
+}
+
+// inDir puts files under dir/.
+func inDir(dir string, files map[string]string) map[string]string {
+	out := map[string]string{}
+	for name, text := range files {
+		out[dir+"/"+name] = text
+	}
+	return out
+}
+
+// TestCLI runs the CLI against a rolling and a canary workload: status as
+// JSON matches the annotations and the sync's ConfigMap, and as a table
+// names them; promote moves the canary on and says so; commands that do
+// not apply, a missing workload and an unreachable cluster are one line
+// and a non-zero exit.
+func TestCLI(t *testing.T) {
+	s := newSyncTarget(t)
+	files := inDir("web", example(t, "rolling"))
+	for name, text := range inDir("api", example(t, "canary")) {
+		files[name] = text
+	}
+	first := s.repo.commit("web and api", files)
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.waitForCommit(t, first)
+
+	t.Log("status -o json matches the annotations")
+	out, code := runPlimsoll(t, append([]string{"status", "-o", "json", "--sync-name", s.ns}, s.cliFlags()...)...)
+	if code != 0 {
+		t.Fatalf("status exited %d:\n%s", code, out)
+	}
+	var report struct {
+		Workloads []struct {
+			Name, Strategy, Primary, Phase, Commit, Message string
+			Revision                                        int64
+		}
+		Sync struct{ Status, Commit string }
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("status -o json is not JSON: %v\n%s", err, out)
+	}
+	if len(report.Workloads) != 2 {
+		t.Fatalf("status lists %d workloads, want 2:\n%s", len(report.Workloads), out)
+	}
+	for _, w := range report.Workloads {
+		d := getDeployment(t, s.ns, w.Name)
+		a := d.Annotations
+		wantStrategy := map[string]string{"web": "rolling", "api": "canary"}[w.Name]
+		if w.Strategy != wantStrategy || w.Primary != w.Name || w.Phase != a["plimsoll.dev/phase"] || w.Commit != a["plimsoll.dev/commit"] ||
+			w.Message != a["plimsoll.dev/message"] || w.Revision != 1 {
+			t.Errorf("status of %s: %+v; annotations %v, strategy %s", w.Name, w, a, wantStrategy)
+		}
+	}
+	if report.Sync.Status != "Synced" || report.Sync.Commit != first {
+		t.Errorf("sync in status: %+v, want Synced at %s", report.Sync, first)
+	}
+	table, code := runPlimsoll(t, append([]string{"status", "--sync-name", s.ns}, s.cliFlags()...)...)
+	t.Logf("plimsoll status:\n%s", table)
+	for _, want := range []string{"WORKLOAD", "api", "canary", "web", "rolling", "Healthy", first[:7], "Synced"} {
+		if code != 0 || !strings.Contains(table, want) {
+			t.Errorf("status table (exit %d) does not show %q", code, want)
+		}
+	}
+
+	t.Log("promote moves the canary on and says what the controller did")
+	s.repo.commit("api v2", mergeFiles(files, inDir("api", canaryExample(t, "v2"))))
+	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
+	out, code = runPlimsoll(t, append([]string{"promote", "api"}, s.cliFlags()...)...)
+	if code != 0 || !strings.Contains(out, "api: promote: moved on from step 2/5") {
+		t.Errorf("promote api exited %d: %q", code, out)
+	}
+	waitForDeployment(t, s.ns, "api", "step 4/5", phaseIs(2, "Paused", "canary step 4/5"))
+
+	t.Log("what does not apply is one line and a non-zero exit")
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	kc, err := os.ReadFile(suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(unreachable, []byte(replaceServer(string(kc), "https://127.0.0.1:1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"abort", "web"}, s.cliFlags()...), "abort applies to blue-green and canary workloads; web is rolling"},
+		{append([]string{"retry", "api"}, s.cliFlags()...), "nothing to retry: api has no failed revision"},
+		{append([]string{"resume", "web"}, s.cliFlags()...), "nothing to resume: web is Healthy, not Paused"},
+		{append([]string{"promote", "shop"}, s.cliFlags()...), `no Deployment of workload "shop" in namespace ` + s.ns},
+		{[]string{"status", "--kubeconfig", unreachable}, "cannot reach the cluster at https://127.0.0.1:1"},
+		{append([]string{"status", "-o", "yaml"}, s.cliFlags()...), `unknown output "yaml"`},
+	} {
+		out, code := runPlimsoll(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code == 0 || len(lines) != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("plimsoll %s: exit %d, output %q; want one line with %q and a non-zero exit", strings.Join(tc.args[:2], " "), code, out, tc.want)
+		}
+	}
+}
+
+// mergeFiles returns base with over's files written over it.
+func mergeFiles(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	maps.Copy(out, over)
+	return out
+}
+
+// replaceServer points every cluster of a kubeconfig at server.
+func replaceServer(kubeconfig, server string) string {
+	var lines []string
+	for _, line := range strings.Split(kubeconfig, "\n") {
+		if trimmed := strings.TrimSpace(line); strings.HasPrefix(trimmed, "server:") {
+			line = line[:strings.Index(line, "server:")] + "server: " + server
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
