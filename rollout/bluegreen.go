@@ -283,7 +283,8 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	if plan.Pending {
 		cmd = command{} // no Event until it acts
 	}
-	c.report(primary, recorded, plan.Status, cmd, plan.Acted)
+	c.report(primary, StrategyBlueGreen, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort})
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
 	}

@@ -222,7 +222,8 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 			return err
 		}
 	}
-	c.report(cy.stable, recorded, plan.Status, cmd, plan.Acted)
+	c.report(cy.stable, StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+		rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
 	}

@@ -128,6 +128,9 @@ type Config struct {
 	// SyncName, when set, limits the reconcile loop to the Deployments
 	// labelled plimsoll.dev/sync=SyncName: those its own sync applied.
 	SyncName string
+	// Metrics, when set, records the rollouts' phases, durations,
+	// rollbacks and commands.
+	Metrics *Metrics
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -149,6 +152,7 @@ type Controller struct {
 	events    record.EventRecorder
 	eventsBC  record.EventBroadcaster
 	locks     keyedMutex
+	metrics   *Metrics
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
@@ -191,6 +195,7 @@ func New(cfg Config) *Controller {
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
+		metrics:  cfg.Metrics,
 	}
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))

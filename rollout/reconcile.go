@@ -124,14 +124,7 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 	if _, err := c.client.AppsV1().Deployments(ns).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("write status of %s: %w", key, err)
 	}
-	c.log.Info("workload status", "workload", key, "revision", plan.Status.Revision, "commit", short(plan.Status.Commit),
-		"phase", string(plan.Status.Phase), "message", plan.Status.Message)
-	switch {
-	case plan.Template == strategies.TemplateRollback:
-		c.events.Event(updated, corev1.EventTypeWarning, ReasonRolledBack, plan.Status.Message)
-	case plan.Status.FailedHash != "" && plan.Status.FailedHash != recorded.FailedHash:
-		c.events.Event(updated, corev1.EventTypeWarning, ReasonRolloutFailed, plan.Status.Message)
-	}
+	c.report(updated, StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
 	return nil
 }
 
@@ -157,6 +150,7 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 		return fmt.Errorf("act on command %q: %w", cmd, err)
 	}
 	c.log.Info("command", "workload", live.Namespace+"/"+live.Name, "command", cmd, "result", did)
+	c.metrics.command(strings.TrimSpace(cmd))
 	c.events.Event(updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
 	return nil
 }

@@ -360,25 +360,6 @@ func (c *Controller) settleInvalid(ns, name string, err error) error {
 	return err
 }
 
-// report logs a status change and sends the Events it calls for: one per
-// phase change, a warning for a failure, one for a command acted on.
-func (c *Controller) report(obj *appsv1.Deployment, recorded, status strategies.Status, cmd command, acted string) {
-	key := obj.Namespace + "/" + obj.Labels[strategies.LabelWorkload]
-	if status != recorded {
-		c.log.Info("workload status", "workload", key, "revision", status.Revision, "commit", short(status.Commit),
-			"phase", string(status.Phase), "message", status.Message)
-	}
-	if cmd.name != "" {
-		c.events.Event(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd.name, cmd.describe(acted)))
-	}
-	switch {
-	case status.FailedHash != "" && status.FailedHash != recorded.FailedHash:
-		c.events.Event(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
-	case status.Phase != recorded.Phase:
-		c.events.Event(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
-	}
-}
-
 // checkAnnotations checks the input annotations of a workload in Git: the
 // strategy is known, the strategy's Service names are set, and every value
 // parses. The first problem is returned as an inputError naming the

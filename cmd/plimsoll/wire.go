@@ -61,11 +61,12 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
 
-	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName})
 	var metrics *psync.Metrics
+	var rolloutMetrics *rollout.Metrics
 	if reg != nil {
-		metrics = psync.NewMetrics(reg)
+		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Metrics: rolloutMetrics})
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
 		Path:        o.path,

@@ -28,7 +28,7 @@ func canaryExample(t *testing.T, version string, replace ...string) map[string]s
 func TestCanaryRollout(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1"))
-	startDaemon(t, s, "--interval", "1s")
+	d := startDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first revision: the stable Deployment at 4, the Service selects serving pods")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -70,6 +70,13 @@ func TestCanaryRollout(t *testing.T) {
 	if history := kubectl(t, "rollout", "history", "deployment/api", "-n", s.ns); !strings.Contains(history, v2[:7]+" api v2") {
 		t.Errorf("kubectl rollout history of api does not list %q:\n%s", v2[:7]+" api v2", history)
 	}
+	checkMetrics(t, d,
+		`plimsoll_rollout_commands_total{command="promote"} 2`,
+		fmt.Sprintf(`plimsoll_rollout_phase{namespace=%q,phase="Healthy",strategy="canary",workload="api"} 1`, s.ns),
+		`plimsoll_rollout_duration_seconds_count{outcome="Healthy",strategy="canary"} 2`)
+	if !hasEvent(t, s.ns, "api", "PhaseChanged", "Paused: canary step 2/5") {
+		t.Error("no PhaseChanged Event for the pause at step 2")
+	}
 
 	t.Log("5. revision 3, abort at step 1: no canary address left in the Service")
 	s.repo.commit("api v3", canaryExample(t, "v3"))
@@ -91,6 +98,22 @@ func TestCanaryRollout(t *testing.T) {
 	}
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
 	t.Logf("endpoints around the abort:\n%s", strings.Join(endpoints.history(mark), "\n"))
+}
+
+// hasEvent reports whether Deployment name has an Event with reason whose
+// message contains text.
+func hasEvent(t *testing.T, ns, name, reason, text string) bool {
+	t.Helper()
+	list, err := suite.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkServing waits until the Service has exactly canary ready canary
@@ -115,7 +138,7 @@ func TestCanaryFailure(t *testing.T) {
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s.repo.commit("api v1", canaryExample(t, "v1", short...))
-	startDaemon(t, s, "--interval", "1s")
+	d := startDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
@@ -129,6 +152,13 @@ func TestCanaryFailure(t *testing.T) {
 	}
 	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
 	checkNeverServed(t, endpoints, mark, "api-canary-", 4)
+	checkMetrics(t, d,
+		`plimsoll_rollout_auto_rollbacks_total{strategy="canary"} 1`,
+		fmt.Sprintf(`plimsoll_rollout_phase{namespace=%q,phase="Degraded",strategy="canary",workload="api"} 1`, s.ns),
+		`plimsoll_rollout_duration_seconds_count{outcome="Degraded",strategy="canary"} 1`)
+	if !hasEvent(t, s.ns, "api", "RolledBack", "progress deadline exceeded") {
+		t.Error("no RolledBack Event on Deployment api")
+	}
 	holdsFor(t, "the failed revision staying out", 3*time.Second, func(ctx context.Context) error {
 		if got := images(t, s.ns, "app=api", "api-canary-"); len(got) != 0 {
 			return fmt.Errorf("canary pods came back: %v", got)

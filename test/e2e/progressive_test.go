@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,6 +174,33 @@ func checkQuiet(t *testing.T, ns string, names ...string) {
 		}
 		return nil
 	})
+}
+
+// checkMetrics reads the daemon's /metrics and checks that each of want
+// (a series with its labels, a space, its value) is a line of it.
+func checkMetrics(t *testing.T, d *daemon, want ...string) {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(body), "\n")
+	for _, w := range want {
+		if !slices.Contains(lines, w) {
+			var near []string
+			for _, l := range lines {
+				if strings.HasPrefix(l, w[:strings.IndexAny(w, "{ ")]) {
+					near = append(near, l)
+				}
+			}
+			t.Errorf("/metrics has no line %q; it has:\n%s", w, strings.Join(near, "\n"))
+		}
+	}
 }
 
 // images returns the images of the live pods whose names start with

@@ -1,0 +1,57 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// outcome is what a reconcile did that its report tells: the command it
+// acted on (and what the planner said it did), and whether it rolled a
+// failed revision back on its own.
+type outcome struct {
+	cmd        command
+	acted      string
+	rolledBack bool
+}
+
+// report tells of a status written for a workload of strategy: a log line
+// when it changed, the metrics, an Event for a command acted on, and one
+// Event for the change itself: RolledBack for an automatic rollback,
+// RolloutFailed (Warning) for a newly failed revision, PhaseChanged for any
+// other change of phase.
+func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, status strategies.Status, out outcome) {
+	name := obj.Labels[strategies.LabelWorkload]
+	if name == "" {
+		name = obj.Name
+	}
+	key := obj.Namespace + "/" + name
+	if status != recorded {
+		c.log.Info("workload status", "workload", key, "strategy", strategy, "revision", status.Revision,
+			"commit", short(status.Commit), "phase", string(status.Phase), "message", status.Message)
+	}
+	c.metrics.observe(obj.Namespace, name, strategy, status, time.Now())
+	if out.cmd.name != "" {
+		c.metrics.command(out.cmd.name)
+		c.events.Event(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.name, out.cmd.describe(out.acted)))
+	}
+	switch {
+	case out.rolledBack:
+		c.metrics.rolledBack(strategy)
+		c.events.Event(obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
+	case newlyFailed(recorded, status):
+		c.events.Event(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
+	case status.Phase != recorded.Phase:
+		c.events.Event(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
+	}
+}
+
+// newlyFailed reports whether status records a failed hash that recorded
+// did not.
+func newlyFailed(recorded, status strategies.Status) bool {
+	return status.FailedHash != "" && status.FailedHash != recorded.FailedHash
+}
