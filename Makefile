@@ -40,6 +40,12 @@ demo: build cluster-up ## bring up the local control plane and run the example w
 	@echo "  eval \$$(hack/cluster env)"
 	@echo "Stop it with: hack/cluster down"
 
+IMAGE ?= plimsoll:$(VERSION)
+
+.PHONY: image
+image: ## build the container image (needs a Docker engine)
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+
 .PHONY: test
 test: test-unit test-e2e ## run the unit tests, then the e2e suite against the local control plane
 
