@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/rollout"
 )
@@ -28,19 +29,14 @@ func newRolloutCommands() []*cobra.Command {
 			Use:   name + " WORKLOAD",
 			Short: commandHelp[name],
 			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				ctx := cmd.Context()
-				client, ns, err := o.connect(ctx)
-				if err != nil {
-					return err
-				}
-				said, err := rollout.SendCommand(ctx, client, ns, args[0], name)
+			RunE: o.runE(func(cmd *cobra.Command, args []string, client kubernetes.Interface, ns string) error {
+				said, err := rollout.SendCommand(cmd.Context(), client, ns, args[0], name)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", args[0], said)
 				return nil
-			},
+			}),
 		}
 		o.addFlags(cmd.Flags())
 		cmds = append(cmds, cmd)

@@ -26,7 +26,7 @@ func newRootCommand() *cobra.Command {
 		Short:        "GitOps daemon with an embedded rollout controller",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newStatusCommand())
+	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newStatusCommand(), newTraceCommand())
 	root.AddCommand(newRolloutCommands()...)
 	return root
 }

@@ -58,6 +58,17 @@ func (o *clusterOptions) connect(ctx context.Context) (kubernetes.Interface, str
 	return client, ns, nil
 }
 
+// runE wraps fn as a cobra RunE that connects to the cluster first.
+func (o *clusterOptions) runE(fn func(cmd *cobra.Command, args []string, client kubernetes.Interface, ns string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		client, ns, err := o.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		return fn(cmd, args, client, ns)
+	}
+}
+
 // statusReport is what `plimsoll status -o json` prints.
 type statusReport struct {
 	Workloads []rollout.Workload `json:"workloads"`
@@ -82,15 +93,14 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "List every workload and the sync, from their annotations",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("unknown output %q (want table or json)", output)
 			}
+			return nil
+		},
+		RunE: o.runE(func(cmd *cobra.Command, _ []string, client kubernetes.Interface, ns string) error {
 			ctx := cmd.Context()
-			client, ns, err := o.connect(ctx)
-			if err != nil {
-				return err
-			}
 			workloads, err := rollout.ListWorkloads(ctx, client, ns)
 			if err != nil {
 				return err
@@ -114,7 +124,7 @@ func newStatusCommand() *cobra.Command {
 				return enc.Encode(report)
 			}
 			return printStatus(cmd.OutOrStdout(), report, syncName, statusNamespace)
-		},
+		}),
 	}
 	o.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")

@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // cliFlags are the connection flags of the CLI commands for s.
@@ -134,4 +138,45 @@ func replaceServer(kubeconfig, server string) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestCLITrace traces a blue-green rollout with --until-done into a pipe:
+// one line per change, from the rollout going out to revision 2 Healthy,
+// and exit 0 once it is.
+func TestCLITrace(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("shop v1", blueGreenExample(t, "v1", "2s"))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.repo.commit("shop v2", blueGreenExample(t, "v2", "2s"))
+	waitForDeployment(t, s.ns, "shop-blue", "revision 2 going out", func(d *appsv1.Deployment) bool {
+		return d.Annotations["plimsoll.dev/revision"] == "2"
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite.plimsoll, append([]string{"trace", "shop", "--until-done"}, s.cliFlags()...)...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("plimsoll trace --until-done:\n%s", out)
+	if err != nil {
+		t.Fatalf("trace --until-done: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("trace printed %d lines, want one per change of a whole rollout", len(lines))
+	}
+	for i := 1; i < len(lines); i++ {
+		if strings.SplitN(lines[i], " ", 2)[1] == strings.SplitN(lines[i-1], " ", 2)[1] {
+			t.Errorf("lines %d and %d are the same view: %q", i, i+1, lines[i])
+		}
+	}
+	if !strings.Contains(lines[0], "revision 2 Progressing") {
+		t.Errorf("first line %q, want revision 2 Progressing", lines[0])
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "revision 2 Healthy") || !strings.Contains(last, "Service shop 4 ready") {
+		t.Errorf("last line %q, want revision 2 Healthy with 4 ready endpoints", last)
+	}
+	if !strings.Contains(string(out), "(4 shop-blue, 4 shop-green)") && !strings.Contains(string(out), "shop-green 4/4") {
+		t.Errorf("no line shows green coming up")
+	}
 }
