@@ -26,19 +26,8 @@ build: ## build bin/plimsoll with the version and commit stamped
 DEMO_NS ?= plimsoll-demo
 
 .PHONY: demo
-demo: build cluster-up ## bring up the local control plane and run the example workload on it
-	@echo; $(BIN)/plimsoll version
-	@echo; kubectl version
-	@echo; kubectl get nodes -o wide
-	@echo; echo "Applying examples/rolling to namespace $(DEMO_NS):"
-	kubectl create namespace $(DEMO_NS) --dry-run=client -o yaml | kubectl apply -f -
-	kubectl apply -n $(DEMO_NS) -f examples/rolling/
-	kubectl rollout status -n $(DEMO_NS) deployment/web --timeout=120s
-	@echo; kubectl get -n $(DEMO_NS) deployments,replicasets,pods,endpointslices -o wide
-	@echo
-	@echo "The cluster keeps running. Use it with:"
-	@echo "  eval \$$(hack/cluster env)"
-	@echo "Stop it with: hack/cluster down"
+demo: build ## the local control plane, a Git repository of examples/, the daemon, and a rollout to watch
+	DEMO_NS=$(DEMO_NS) hack/demo
 
 IMAGE ?= plimsoll:$(VERSION)
 
