@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,9 @@ const (
 	AnnotationPrune = "plimsoll.dev/prune"
 	// pruneDisabled is the AnnotationPrune value that keeps an object.
 	pruneDisabled = "disabled"
+	// controllerPrefix starts the Service selector keys the rollout
+	// controller adds, which an apply keeps (see keepSelectorKeys).
+	controllerPrefix = "plimsoll.dev/"
 
 	// DefaultFieldManager is the server-side apply field manager.
 	DefaultFieldManager = "plimsoll"
@@ -171,6 +175,7 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 	}
 	for _, it := range plan.Items {
 		it.Live = live[it.Key()]
+		keepSelectorKeys(it)
 		prev, known := inv[it.Key()]
 		switch {
 		case it.Live == nil:
@@ -259,4 +264,31 @@ func compareKeys(x, y manifest.Key) int {
 		}
 	}
 	return 0
+}
+
+// keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of
+// its live selector that Git does not set: the rollout controller's color
+// (blue-green) and serving (canary) keys. A Service's selector is an atomic
+// map to server-side apply, so applying Git's selector alone would drop
+// them and, for a moment, send traffic to every color's or every canary
+// pod. The item's hash stays Git's.
+func keepSelectorKeys(it *Item) {
+	gvk := it.Object.Obj.GroupVersionKind()
+	if it.Live == nil || gvk.Group != "" || gvk.Kind != "Service" {
+		return
+	}
+	live, _, _ := unstructured.NestedStringMap(it.Live.Object, "spec", "selector")
+	want, found, err := unstructured.NestedStringMap(it.Object.Obj.Object, "spec", "selector")
+	if err != nil || !found {
+		return // no selector in Git: nothing for the controller's keys to join
+	}
+	changed := false
+	for k, v := range live {
+		if _, set := want[k]; !set && strings.HasPrefix(k, controllerPrefix) {
+			want[k], changed = v, true
+		}
+	}
+	if changed {
+		_ = unstructured.SetNestedStringMap(it.Object.Obj.Object, want, "spec", "selector")
+	}
 }

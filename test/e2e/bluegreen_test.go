@@ -4,12 +4,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // blueGreenExample is examples/blue-green with image shop:<version> and
@@ -205,5 +208,57 @@ func TestBlueGreenCommands(t *testing.T) {
 	}
 	if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "green" {
 		t.Errorf("active Service selects %q after the failure, want green", got)
+	}
+}
+
+// TestBlueGreenServiceChange changes the active Service in Git while a
+// revision waits for promote on green: the sync applies the change but
+// keeps the controller's color in the selector (a Service's selector is
+// replaced whole by an apply), so no green pod ever gets traffic.
+func TestBlueGreenServiceChange(t *testing.T) {
+	s := newSyncTarget(t)
+	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
+	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
+	endpoints := watchEndpoints(t, s.ns, "shop")
+	mark := endpoints.mark()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch, err := suite.client.CoreV1().Services(s.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	colorless := make(chan []string) // every selector the Service had without a color, once the watch ends
+	go func() {
+		var selectors []string
+		for ev := range watch.ResultChan() {
+			if svc, ok := ev.Object.(*corev1.Service); ok && svc.Spec.Selector["plimsoll.dev/color"] == "" {
+				selectors = append(selectors, fmt.Sprint(svc.Spec.Selector))
+			}
+		}
+		colorless <- selectors
+	}()
+
+	files := manualBlueGreen(t, "v2")
+	files["service.yaml"] = strings.Replace(files["service.yaml"], "  - name: http\n    port: 80\n    targetPort: http\n",
+		"  - name: http\n    port: 80\n    targetPort: http\n  - name: admin\n    port: 81\n    targetPort: http\n", 1)
+	s.waitForCommit(t, s.repo.commit("shop: admin port", files))
+	waitFor(t, "the admin port", func(ctx context.Context) (bool, error) {
+		svc, err := suite.client.CoreV1().Services(s.ns).Get(ctx, "shop", metav1.GetOptions{})
+		return err == nil && len(svc.Spec.Ports) == 2, err
+	})
+	holdsFor(t, "traffic staying on blue", 2*time.Second, func(context.Context) error {
+		if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "blue" {
+			return fmt.Errorf("the active Service selects color %q", got)
+		}
+		return nil
+	})
+	checkNeverServed(t, endpoints, mark, "shop-green-", 4)
+	cancel()
+	if selectors := <-colorless; len(selectors) > 0 {
+		t.Errorf("the active Service lost its color: selectors %v", selectors)
 	}
 }
