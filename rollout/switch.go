@@ -203,3 +203,32 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 func (c *Controller) eventSwitched(d *appsv1.Deployment) {
 	c.events.Event(d, corev1.EventTypeNormal, ReasonPhase, "switched to the rolling strategy; retired the Deployments of the previous strategy")
 }
+
+// ServingDeployment returns the live Deployment that serves a blue-green
+// Git Deployment: the active color (the one the active Service selects, or
+// the one with role active), renamed to Git's name and without the color
+// in its selector and template, so that it reads like the Git Deployment
+// it came from. nil for every other strategy, whose Git Deployment has a
+// live namesake (for canary, the stable Deployment), and while no color
+// serves.
+func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
+	if git.Annotations[AnnotationStrategy] != StrategyBlueGreen {
+		return nil, nil
+	}
+	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
+		d, err := c.getDeployment(ctx, git.Namespace, git.Name+"-"+string(color))
+		if err != nil {
+			return nil, err
+		}
+		if d == nil || d.Annotations[AnnotationRole] != string(strategies.RoleActive) {
+			continue
+		}
+		d.Name = git.Name
+		if d.Spec.Selector != nil {
+			delete(d.Spec.Selector.MatchLabels, strategies.LabelColor)
+		}
+		delete(d.Spec.Template.Labels, strategies.LabelColor)
+		return d, nil
+	}
+	return nil, nil
+}

@@ -62,9 +62,15 @@ type Source interface {
 // canary steps string, a Service that neither exists nor comes with the
 // commit) fails the whole commit, as an invalid manifest does. services
 // names the Services of the Deployment's namespace in the commit.
+//
+// ServingDeployment returns, for `plimsoll diff`, the live Deployment that
+// serves a Git Deployment the sink rolls out under other names (a
+// blue-green color), renamed to Git's name; nil to compare the Git
+// Deployment with its namesake like any other object.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
+	ServingDeployment(ctx context.Context, desired *appsv1.Deployment) (*appsv1.Deployment, error)
 }
 
 // Config wires a Syncer.
@@ -227,15 +233,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Sta
 	if err != nil {
 		return s.failed(ctx, fetched, head, "read commit", err), outcomeFailed, err
 	}
-
-	objs, err := manifest.Render(snap.FS, s.cfg.Path, s.cfg.Limits)
-	if err == nil && len(objs) == 0 && !s.cfg.AllowEmpty {
-		err = fmt.Errorf("path %q renders no object; refusing to sync an empty set (and to prune %d objects) without --allow-empty", s.cfg.Path, len(rec.Inventory))
-	}
-	if err == nil {
-		s.cfg.Applier.ResetDiscovery()
-		err = manifest.Validate(objs, s.cfg.Applier, s.cfg.Namespace)
-	}
+	objs, err := s.render(snap, len(rec.Inventory))
 	if err != nil {
 		return s.failed(ctx, fetched, head, "render", err), outcomeFailed, err
 	}
@@ -260,6 +258,20 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Sta
 	}
 
 	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned), outcomeSynced, nil
+}
+
+// render renders and validates the objects of a commit; an empty render is
+// refused (it would prune the inventory's n objects) unless AllowEmpty.
+func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error) {
+	objs, err := manifest.Render(snap.FS, s.cfg.Path, s.cfg.Limits)
+	if err == nil && len(objs) == 0 && !s.cfg.AllowEmpty {
+		err = fmt.Errorf("path %q renders no object; refusing to sync an empty set (and to prune %d objects) without --allow-empty", s.cfg.Path, n)
+	}
+	if err == nil {
+		s.cfg.Applier.ResetDiscovery()
+		err = manifest.Validate(objs, s.cfg.Applier, s.cfg.Namespace)
+	}
+	return objs, err
 }
 
 // hold reports whether a sync window holds the fetched commit, and the

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -69,16 +70,42 @@ func (a *Applier) Prune(ctx context.Context, entries []inventory.Entry) (PruneRe
 // pruneOne returns ActionDelete when the object is gone, ActionNone when it
 // was kept.
 func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry) (Action, error) {
+	client, live, err := a.liveEntry(ctx, e)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("prune %s: %w", e.Key(), err)
+	case live == nil:
+		return ActionDelete, nil
+	case !prunable(live, a.cfg.SyncName):
+		return ActionNone, nil
+	}
+	policy := metav1.DeletePropagationBackground
+	if err := client.Delete(ctx, e.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("prune %s: %w", e.Key(), err)
+	}
+	return ActionDelete, nil
+}
+
+// prunable reports whether a prune may delete live: it still carries the
+// sync's label and no plimsoll.dev/prune: disabled.
+func prunable(live *unstructured.Unstructured, syncName string) bool {
+	return live.GetLabels()[LabelSync] == syncName && live.GetAnnotations()[AnnotationPrune] != pruneDisabled
+}
+
+// liveEntry reads the live object of an inventory entry and returns the
+// client of its resource; a nil object when it is gone or its kind is no
+// longer served.
+func (a *Applier) liveEntry(ctx context.Context, e inventory.Entry) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(e.APIVersion)
 	if err != nil {
-		return "", fmt.Errorf("prune %s: parse apiVersion %q: %w", e.Key(), e.APIVersion, err)
+		return nil, nil, fmt.Errorf("parse apiVersion %q: %w", e.APIVersion, err)
 	}
 	mapping, err := a.cfg.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: e.Kind}, gv.Version)
 	if meta.IsNoMatchError(err) {
-		return ActionDelete, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("prune %s: %w", e.Key(), err)
+		return nil, nil, err
 	}
 	var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -87,15 +114,9 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry) (Action, erro
 	live, err := client.Get(ctx, e.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return ActionDelete, nil
+		return client, nil, nil
 	case err != nil:
-		return "", fmt.Errorf("prune %s: read it: %w", e.Key(), err)
-	case live.GetLabels()[LabelSync] != a.cfg.SyncName, live.GetAnnotations()[AnnotationPrune] == pruneDisabled:
-		return ActionNone, nil
+		return nil, nil, fmt.Errorf("read it: %w", err)
 	}
-	policy := metav1.DeletePropagationBackground
-	if err := client.Delete(ctx, e.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("prune %s: %w", e.Key(), err)
-	}
-	return ActionDelete, nil
+	return client, live, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // cliFlags are the connection flags of the CLI commands for s.
@@ -178,5 +179,59 @@ func TestCLITrace(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "(4 shop-blue, 4 shop-green)") && !strings.Contains(string(out), "shop-green 4/4") {
 		t.Errorf("no line shows green coming up")
+	}
+}
+
+// TestCLIDiff: with the cluster in sync, diff prints nothing and exits 0;
+// after a commit the daemon has not applied (it is stopped), diff shows the
+// changed image of a rolling and of a blue-green workload, a changed
+// ConfigMap and the one a prune would delete, exits 1, and changes nothing.
+func TestCLIDiff(t *testing.T) {
+	s := newSyncTarget(t)
+	files := mergeFiles(inDir("web", example(t, "rolling")), inDir("shop", blueGreenExample(t, "v1", "2s")))
+	files["config/settings.yaml"] = settingsConfigMap("one")
+	files["config/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n"
+	first := s.repo.commit("v1", files)
+	d := startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.waitForCommit(t, first)
+
+	out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...)
+	if code != 0 || strings.TrimSpace(out) != "" {
+		t.Fatalf("diff of a synced cluster: exit %d, output:\n%s", code, out)
+	}
+
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = d.cmd.Process.Wait()
+	files = mergeFiles(inDir("web", switchedExample(t, "v2", "")), inDir("shop", blueGreenExample(t, "v2", "2s")))
+	files["config/settings.yaml"] = settingsConfigMap("two")
+	files["config/extra.yaml"] = ""
+	s.repo.commit("v2", files)
+	before := getDeployment(t, s.ns, "web").ResourceVersion
+
+	out, code = runPlimsoll(t, append([]string{"diff"}, s.flags()...)...)
+	t.Logf("plimsoll diff (exit %d):\n%s", code, out)
+	if code != 1 {
+		t.Errorf("diff with changes exited %d, want 1", code)
+	}
+	for _, want := range []string{
+		"--- a/apps/Deployment " + s.ns + "/web", "-      - image: registry.example/web:v1", "+      - image: registry.example/web:v2",
+		"--- a/apps/Deployment " + s.ns + "/shop", "+      - image: registry.example/shop:v2",
+		"-  mode: one", "+  mode: two",
+		"--- a/ConfigMap " + s.ns + "/extra", "-  k: v",
+		"4 objects would change",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff does not show %q", want)
+		}
+	}
+	if after := getDeployment(t, s.ns, "web").ResourceVersion; after != before {
+		t.Errorf("diff changed Deployment web: resourceVersion %s -> %s", before, after)
+	}
+	if _, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "extra", metav1.GetOptions{}); err != nil {
+		t.Errorf("diff pruned ConfigMap extra: %v", err)
 	}
 }

@@ -1,0 +1,157 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/sync/manifest"
+)
+
+// ObjectDiff is what a sync would change of one object, as a unified diff
+// of its YAML, live ("a/") against what the server-side dry-run returns
+// ("b/"); a created object diffs from nothing, a pruned one to nothing.
+type ObjectDiff struct {
+	Key  manifest.Key
+	Diff string
+}
+
+// diffContext is how many unchanged lines surround each change.
+const diffContext = 3
+
+// Diff dry-runs every item of plan with server-side apply and returns, in
+// plan order, the diff of each object the apply would change, then those
+// the prune would delete. Fields the server keeps to itself
+// (managedFields, resourceVersion, generation, uid, creationTimestamp,
+// status) are left out, so only what the sync changes shows.
+func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
+	var out []ObjectDiff
+	for _, it := range plan.Items {
+		var want *unstructured.Unstructured
+		if it.Mapping == nil {
+			want = it.Object.Obj // a kind this commit's CRD brings: cannot be dry-run yet
+		} else {
+			applied, err := a.patch(ctx, it, true)
+			if err != nil {
+				return nil, rejection(it, "dry-run", err)
+			}
+			want = applied
+		}
+		d, err := diffObjects(it.Key(), it.Live, want)
+		if err != nil {
+			return nil, err
+		}
+		if d != "" {
+			out = append(out, ObjectDiff{Key: it.Key(), Diff: d})
+		}
+	}
+	for _, e := range plan.Prune {
+		_, live, err := a.liveEntry(ctx, e)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s: %w", e.Key(), err)
+		}
+		if live == nil || !prunable(live, a.cfg.SyncName) {
+			continue
+		}
+		d, err := diffObjects(e.Key(), live, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ObjectDiff{Key: e.Key(), Diff: d})
+	}
+	return out, nil
+}
+
+// diffObjects is the unified diff of two versions of an object (nil for
+// none), "" when they are the same.
+func diffObjects(key manifest.Key, before, after *unstructured.Unstructured) (string, error) {
+	a, err := comparable(before)
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", key, err)
+	}
+	b, err := comparable(after)
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", key, err)
+	}
+	if a == b {
+		return "", nil
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: lines(a), B: lines(b),
+		FromFile: "a/" + key.String(), ToFile: "b/" + key.String(), Context: diffContext,
+	})
+}
+
+// lines splits text into lines for the diff; none for "".
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return difflib.SplitLines(text)
+}
+
+// comparable is obj as YAML without the fields the server keeps to itself;
+// "" for nil.
+func comparable(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	c := obj.DeepCopy()
+	c.SetManagedFields(nil)
+	c.SetResourceVersion("")
+	c.SetGeneration(0)
+	c.SetUID("")
+	unstructured.RemoveNestedField(c.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(c.Object, "status")
+	b, err := yaml.Marshal(c.Object)
+	return string(b), err
+}
+
+// DiffFields is the unified diff of live against want on the fields want
+// sets: a map in live keeps only the keys want has (recursively); lists
+// and values compare whole. It diffs an object whose live counterpart is
+// written by someone else under another shape (a blue-green color against
+// its Git Deployment), where a dry-run would compare the wrong things. ""
+// when the fields agree.
+func DiffFields(key manifest.Key, live, want *unstructured.Unstructured) (string, error) {
+	var projected *unstructured.Unstructured
+	if live != nil {
+		projected = &unstructured.Unstructured{Object: project(live.Object, want.Object).(map[string]any)}
+	}
+	return diffObjects(key, projected, want)
+}
+
+// project returns live cut down to the map keys want has, recursively; a
+// list as long as want's is cut down element by element (the defaults the
+// API server fills into each container drop out), any other list or value
+// is kept whole.
+func project(live, want any) any {
+	switch w := want.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return live
+		}
+		out := map[string]any{}
+		for k, wv := range w {
+			if lv, ok := l[k]; ok {
+				out[k] = project(lv, wv)
+			}
+		}
+		return out
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(w) {
+			return live
+		}
+		out := make([]any, len(l))
+		for i := range l {
+			out[i] = project(l[i], w[i])
+		}
+		return out
+	}
+	return live
+}
