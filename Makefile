@@ -47,7 +47,7 @@ test-unit: ## unit tests
 # cluster that was already up (make cluster-up, make demo) is reused and kept.
 .PHONY: test-e2e
 test-e2e: ## e2e tests against the local control plane (started if needed)
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/chart/...
 
 # The benchmark needs the control plane: it is brought up (and left up).
 .PHONY: bench
@@ -68,7 +68,7 @@ lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags e2e,bench ./...
 	$(BIN)/staticcheck -tags e2e,bench ./...
-	for m in . hack/tools/k8s hack/tools/kwok hack/tools/lint; do \
+	for m in . hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm; do \
 		(cd $$m && $(GO) mod tidy -diff && $(GO) mod verify >/dev/null) || { echo "module $$m is not tidy or fails verification"; exit 1; }; \
 	done
 

@@ -1,0 +1,240 @@
+//go:build e2e
+
+// Package chart tests charts/plimsoll with the helm that hack/cluster
+// builds: helm lint and helm template for the default values and for the
+// namespaced mode, asserting what the rendered objects grant and run.
+package chart
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// repoURL is the repository every rendering is given.
+const repoURL = "https://git.example/platform/manifests.git"
+
+// object is a rendered object, as much of it as the tests read.
+type object struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Rules []struct {
+		APIGroups []string `json:"apiGroups"`
+		Resources []string `json:"resources"`
+		Verbs     []string `json:"verbs"`
+	} `json:"rules"`
+	Spec struct {
+		Replicas int `json:"replicas"`
+		Template struct {
+			Spec struct {
+				SecurityContext struct {
+					RunAsNonRoot bool `json:"runAsNonRoot"`
+					RunAsUser    int  `json:"runAsUser"`
+				} `json:"securityContext"`
+				Containers []struct {
+					Args            []string `json:"args"`
+					SecurityContext struct {
+						AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
+						ReadOnlyRootFilesystem   bool  `json:"readOnlyRootFilesystem"`
+						Capabilities             struct {
+							Drop []string `json:"drop"`
+						} `json:"capabilities"`
+					} `json:"securityContext"`
+					LivenessProbe struct {
+						HTTPGet struct{ Path string } `json:"httpGet"`
+					} `json:"livenessProbe"`
+					ReadinessProbe struct {
+						HTTPGet struct{ Path string } `json:"httpGet"`
+					} `json:"readinessProbe"`
+				} `json:"containers"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// root is the repository's root.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// helm runs the helm hack/cluster builds (from its cache after the first
+// time) and returns its combined output and error.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(root(t), "hack", "cluster"), "helm").Output()
+	if err != nil {
+		t.Fatalf("build helm: %v", err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(out)), args...)
+	cmd.Dir = root(t)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	return string(b), err
+}
+
+// render runs helm template with the given --set values and parses the
+// objects.
+func render(t *testing.T, sets ...string) []object {
+	t.Helper()
+	args := []string{"template", "plimsoll", "charts/plimsoll", "--namespace", "plimsoll-system", "--set", "repo.url=" + repoURL}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	var objs []object
+	for _, doc := range strings.Split(out, "\n---") {
+		var o object
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("parse a rendered document: %v\n%s", err, doc)
+		}
+		if o.Kind != "" {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// kinds counts the rendered objects by kind.
+func kinds(objs []object) map[string]int {
+	n := map[string]int{}
+	for _, o := range objs {
+		n[o.Kind]++
+	}
+	return n
+}
+
+// deployment returns the rendered Deployment.
+func deployment(t *testing.T, objs []object) object {
+	t.Helper()
+	for _, o := range objs {
+		if o.Kind == "Deployment" {
+			return o
+		}
+	}
+	t.Fatal("no Deployment rendered")
+	return object{}
+}
+
+// TestChartLint runs helm lint for the default values and namespaced mode.
+func TestChartLint(t *testing.T) {
+	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"}} {
+		args := []string{"lint", "charts/plimsoll", "--strict", "--set", "repo.url=" + repoURL}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		if out, err := helm(t, args...); err != nil {
+			t.Errorf("helm lint %v: %v\n%s", sets, err, out)
+		}
+	}
+}
+
+// TestChartDefaults: cluster-wide rights, one replica without leader
+// election, the restricted securityContext, probes on /healthz and /readyz.
+func TestChartDefaults(t *testing.T) {
+	objs := render(t)
+	n := kinds(objs)
+	if n["ClusterRole"] != 1 || n["ClusterRoleBinding"] != 1 || n["Role"] != 0 || n["ServiceAccount"] != 1 || n["Service"] != 1 || n["ServiceMonitor"] != 0 {
+		t.Errorf("rendered kinds %v, want one ClusterRole and binding, a ServiceAccount, a Service, no Role, no ServiceMonitor", n)
+	}
+	d := deployment(t, objs)
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"run", "--repo=" + repoURL, "--branch=main", "--sync-name=default", "--namespace=plimsoll-system", "--listen=:8080"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %v lack %q", c.Args, want)
+		}
+	}
+	if slices.Contains(c.Args, "--leader-elect") {
+		t.Errorf("one replica with --leader-elect: %v", c.Args)
+	}
+	sc := c.SecurityContext
+	if !d.Spec.Template.Spec.SecurityContext.RunAsNonRoot || d.Spec.Template.Spec.SecurityContext.RunAsUser == 0 ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || !sc.ReadOnlyRootFilesystem || !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
+		t.Errorf("securityContext pod %+v container %+v, want non-root, no privilege escalation, read-only root, all capabilities dropped",
+			d.Spec.Template.Spec.SecurityContext, sc)
+	}
+	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("probes %q and %q, want /healthz and /readyz", c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path)
+	}
+}
+
+// TestChartOptions: replicas > 1 elect a leader; windows, Git credentials
+// and the webhook secret become flags; the ServiceMonitor is optional.
+func TestChartOptions(t *testing.T) {
+	objs := render(t, "replicas=2", "windows={deny 0 22 * * 5 62h}", "git.existingSecret=git", "git.tokenKey=token",
+		"webhook.existingSecret=hook", "serviceMonitor.enabled=true")
+	args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--leader-elect", "--window=deny 0 22 * * 5 62h", "--git-token-file=/etc/plimsoll/git/token",
+		"--webhook-secret-file=/etc/plimsoll/webhook/secret"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %v lack %q", args, want)
+		}
+	}
+	if kinds(objs)["ServiceMonitor"] != 1 {
+		t.Error("serviceMonitor.enabled rendered no ServiceMonitor")
+	}
+}
+
+// TestChartNamespaced: every right in each listed namespace, its own
+// status rights in the release namespace, and cluster-wide only list and
+// watch of the objects the rollout controller follows.
+func TestChartNamespaced(t *testing.T) {
+	objs := render(t, "rbac.namespaced=true", "rbac.namespaces={team-a,team-b}")
+	var roleNamespaces []string
+	for _, o := range objs {
+		switch o.Kind {
+		case "Role":
+			roleNamespaces = append(roleNamespaces, o.Metadata.Namespace)
+		case "ClusterRole":
+			for _, r := range o.Rules {
+				for _, v := range r.Verbs {
+					if v != "list" && v != "watch" {
+						t.Errorf("ClusterRole %s grants %q on %v cluster-wide", o.Metadata.Name, v, r.Resources)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(roleNamespaces)
+	if want := []string{"plimsoll-system", "team-a", "team-b"}; !slices.Equal(roleNamespaces, want) {
+		t.Errorf("Roles in %v, want %v", roleNamespaces, want)
+	}
+
+	out, err := helm(t, "template", "plimsoll", "charts/plimsoll", "--set", "repo.url="+repoURL, "--set", "rbac.namespaced=true")
+	if err == nil || !strings.Contains(out, "list the namespaces the daemon may write in") {
+		t.Errorf("namespaced mode without namespaces: err %v, output %q", err, out)
+	}
+}
+
+// TestChartRefusesBadValues: the schema and the templates refuse values
+// that cannot work, with a message naming them.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "repo.url=" + repoURL, "--set-string", "replicas=two"}, "replicas"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "interval=soon"}, "interval"},
+		{nil, "repo.url is required"},
+	} {
+		out, err := helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("helm template %v: err %v, output %q; want a refusal naming %q", tc.args, err, out, tc.want)
+		}
+	}
+}
