@@ -107,7 +107,7 @@ func (d *daemon) waitReady(t *testing.T) {
 func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
 	t.Helper()
 	waitFor(t, "commit "+commit[:7]+" to be applied", func(ctx context.Context) (bool, error) {
-		cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(ctx, "plimsoll-sync-"+s.ns, metav1.GetOptions{})
+		cm, err := suite.client.CoreV1().ConfigMaps(s.statusNamespace()).Get(ctx, "plimsoll-sync-"+s.ns, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -22,6 +22,17 @@ type syncTarget struct {
 	cacheDir string
 	// url overrides the repository's file:// URL (to go through a server).
 	url string
+	// kubeconfig overrides the suite's (to act as another user), statusNS
+	// the namespace of the status ConfigMap (ns by default).
+	kubeconfig, statusNS string
+}
+
+// statusNamespace is where the sync's status ConfigMap lives.
+func (s *syncTarget) statusNamespace() string {
+	if s.statusNS != "" {
+		return s.statusNS
+	}
+	return s.ns
 }
 
 func newSyncTarget(t *testing.T) *syncTarget {
@@ -35,11 +46,15 @@ func (s *syncTarget) flags(extra ...string) []string {
 	if s.url != "" {
 		url = s.url
 	}
+	kubeconfig := suite.kubeconfig
+	if s.kubeconfig != "" {
+		kubeconfig = s.kubeconfig
+	}
 	return append([]string{
 		"--repo", url,
-		"--kubeconfig", suite.kubeconfig,
+		"--kubeconfig", kubeconfig,
 		"--namespace", s.ns,
-		"--status-namespace", s.ns,
+		"--status-namespace", s.statusNamespace(),
 		"--sync-name", s.ns,
 		"--cache-dir", s.cacheDir,
 	}, extra...)
@@ -62,7 +77,7 @@ func (s *syncTarget) mustSync(t *testing.T, extra ...string) {
 // status returns the sync's status annotations.
 func (s *syncTarget) status(t *testing.T) map[string]string {
 	t.Helper()
-	cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "plimsoll-sync-"+s.ns, metav1.GetOptions{})
+	cm, err := suite.client.CoreV1().ConfigMaps(s.statusNamespace()).Get(context.Background(), "plimsoll-sync-"+s.ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("read sync status: %v", err)
 	}

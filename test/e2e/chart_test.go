@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// installChart renders charts/plimsoll into namespace ns with the given
+// --set values and applies what it renders but the daemon's Deployment
+// and Service: the ServiceAccount and its rights. It returns a kubeconfig
+// that acts as that ServiceAccount, for a daemon run out of the cluster
+// with exactly the chart's rights.
+func installChart(t *testing.T, ns string, sets ...string) string {
+	t.Helper()
+	helmPath, err := exec.Command(clusterScript(), "helm").Output()
+	if err != nil {
+		t.Fatalf("build helm: %v", err)
+	}
+	args := []string{"template", "plimsoll", filepath.Join(suite.root, "charts", "plimsoll"), "--namespace", ns,
+		"--set", "repo.url=file:///unused"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(helmPath)), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	var keep []string
+	for _, doc := range strings.Split(string(rendered), "\n---") {
+		if strings.Contains(doc, "\nkind: Deployment") || strings.Contains(doc, "\nkind: Service\n") {
+			continue
+		}
+		keep = append(keep, doc)
+	}
+	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.Join(keep, "\n---")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "-f", manifest)
+	t.Cleanup(func() {
+		_ = exec.Command(suite.kubectl, "--kubeconfig", suite.kubeconfig, "delete", "--ignore-not-found", "-f", manifest).Run()
+	})
+
+	// The admin's kubeconfig, impersonating the chart's ServiceAccount.
+	admin, err := os.ReadFile(suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := "system:serviceaccount:" + ns + ":plimsoll"
+	impersonating := strings.Replace(string(admin), "  user:\n", "  user:\n    as: "+sa+"\n    as-groups:\n    - system:serviceaccounts\n    - system:serviceaccounts:"+ns+"\n    - system:authenticated\n", 1)
+	if impersonating == string(admin) {
+		t.Fatalf("could not add impersonation to the kubeconfig:\n%s", admin)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(impersonating), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestChartRights runs the daemon with exactly the rights the chart gives
+// its ServiceAccount. Cluster-wide: a full sync of a rolling and a canary
+// workload, and a canary rollout, succeed. Namespaced to one namespace: the
+// same sync succeeds there; a commit that adds an object for another
+// namespace is refused with a clear error, and what runs keeps running.
+func TestChartRights(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		namespaced bool
+	}{
+		{"cluster-wide", false},
+		{"namespaced", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSyncTarget(t)
+			home := newNamespace(t) // the daemon's own namespace: its status, its Lease
+			sets := []string{}
+			if tc.namespaced {
+				sets = append(sets, "rbac.namespaced=true", "rbac.namespaces={"+s.ns+"}")
+			}
+			s.kubeconfig = installChart(t, home, sets...)
+			s.statusNS = home
+			files := mergeFiles(inDir("web", example(t, "rolling")), inDir("api", example(t, "canary",
+				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`)))
+			first := s.repo.commit("web and api", files)
+			startDaemon(t, s, "--interval", "1s")
+			waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
+			waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+			s.waitForCommit(t, first)
+
+			s.repo.commit("api v2", mergeFiles(files, inDir("api", example(t, "canary",
+				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`,
+				"registry.example/api:v1", "registry.example/api:v2"))))
+			waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+			checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
+			if !tc.namespaced {
+				return
+			}
+
+			other := newNamespace(t)
+			bad := s.repo.commit("a ConfigMap elsewhere", mergeFiles(files, map[string]string{
+				"elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n"}))
+			waitFor(t, "the commit to be refused", func(ctx context.Context) (bool, error) {
+				st := s.status(t)
+				return st["plimsoll.dev/fetched-commit"] == bad && st["plimsoll.dev/sync-status"] == "Failed", nil
+			})
+			msg := s.status(t)["plimsoll.dev/message"]
+			t.Logf("status message: %s", msg)
+			for _, want := range []string{other, "forbidden"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("status message %q does not name %q", msg, want)
+				}
+			}
+			if _, err := suite.client.CoreV1().ConfigMaps(other).Get(context.Background(), "elsewhere", metav1.GetOptions{}); err == nil {
+				t.Error("the ConfigMap for the other namespace was created")
+			}
+			checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
+			checkPods(t, s.ns, "app=web", 4, "registry.example/web:v1")
+		})
+	}
+}
