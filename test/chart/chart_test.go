@@ -33,6 +33,9 @@ type object struct {
 	} `json:"rules"`
 	Spec struct {
 		Replicas int `json:"replicas"`
+		Strategy struct {
+			Type string `json:"type"`
+		} `json:"strategy"`
 		Template struct {
 			Spec struct {
 				SecurityContext struct {
@@ -145,7 +148,8 @@ func TestChartLint(t *testing.T) {
 }
 
 // TestChartDefaults: cluster-wide rights, one replica without leader
-// election, the restricted securityContext, probes on /healthz and /readyz.
+// election replaced by Recreate, the restricted securityContext, probes on
+// /healthz and /readyz.
 func TestChartDefaults(t *testing.T) {
 	objs := render(t)
 	n := kinds(objs)
@@ -161,6 +165,9 @@ func TestChartDefaults(t *testing.T) {
 	}
 	if slices.Contains(c.Args, "--leader-elect") {
 		t.Errorf("one replica with --leader-elect: %v", c.Args)
+	}
+	if d.Spec.Strategy.Type != "Recreate" {
+		t.Errorf("Deployment strategy %q, want Recreate: never two daemons on one sync", d.Spec.Strategy.Type)
 	}
 	sc := c.SecurityContext
 	if !d.Spec.Template.Spec.SecurityContext.RunAsNonRoot || d.Spec.Template.Spec.SecurityContext.RunAsUser == 0 ||
