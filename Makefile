@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/.cluster/bin:$(PATH)
 
 .PHONY: help
 help: ## list the targets
-	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk -F':.*## ' '/^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build bin/plimsoll with the version and commit stamped
@@ -78,7 +78,7 @@ $(BIN)/staticcheck: hack/tools/lint/go.mod hack/tools/lint/go.sum
 .PHONY: tidy
 tidy: ## go mod tidy in every module
 	$(GO) mod tidy
-	for m in hack/tools/k8s hack/tools/kwok hack/tools/lint; do (cd $$m && $(GO) mod tidy); done
+	for m in hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm; do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## remove build outputs (not the cached control-plane tools)
