@@ -258,6 +258,17 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		if err := c.writeDeployment(ctx, live, want); err != nil {
 			return err
 		}
+		if live == primary {
+			// The primary carries the status and took the command:
+			// report now, so that a failed write after it cannot lose
+			// the command's Event (the retry no longer sees the command).
+			out := outcome{cmd: cmd, acted: plan.Acted,
+				rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort}
+			if plan.Pending {
+				out.cmd = command{} // no Event until it acts
+			}
+			c.report(primary, StrategyBlueGreen, recorded, plan.Status, out)
+		}
 	}
 	// 2. The swap: one selector patch per Service.
 	if plan.Active != "" {
@@ -280,11 +291,6 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 			return err
 		}
 	}
-	if plan.Pending {
-		cmd = command{} // no Event until it acts
-	}
-	c.report(primary, StrategyBlueGreen, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
-		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort})
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
 	}

@@ -212,6 +212,11 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 	if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {
 		return err
 	}
+	// The stable Deployment carries the status and took the command: report
+	// now, so that a failed write of the canary cannot lose the command's
+	// Event (the retry no longer sees the command).
+	c.report(cy.stable, StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+		rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
 	if cy.canary != nil {
 		want := cy.canary.DeepCopy()
 		stamp(want, annotations, strategies.RoleCanary)
@@ -222,8 +227,6 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 			return err
 		}
 	}
-	c.report(cy.stable, StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
-		rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
 	}

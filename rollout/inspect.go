@@ -134,8 +134,12 @@ func describeWorkload(ns, name string, deploys []*appsv1.Deployment) (Workload, 
 	return w, true
 }
 
-// commandTimeout is how long SendCommand waits for the controller.
-const commandTimeout = 30 * time.Second
+// commandTimeout is how long SendCommand waits for the controller, and
+// eventGrace how long, once the command is cleared, for its Event.
+const (
+	commandTimeout = 30 * time.Second
+	eventGrace     = 5 * time.Second
+)
 
 // SendCommand sets plimsoll.dev/command on the primary Deployment of
 // workload name, waits until the controller clears it, and returns what
@@ -157,6 +161,7 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 		return "", fmt.Errorf("set %s=%s on Deployment %s: %w", AnnotationCommand, cmd, w.Primary, err)
 	}
 	var said string
+	var cleared time.Time
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, commandTimeout, true, func(ctx context.Context) (bool, error) {
 		d, err := client.AppsV1().Deployments(ns).Get(ctx, w.Primary, metav1.GetOptions{})
 		if err != nil {
@@ -165,11 +170,23 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 		if _, pending := d.Annotations[AnnotationCommand]; pending {
 			return false, nil
 		}
+		if cleared.IsZero() {
+			cleared = time.Now()
+		}
 		said = commandEvent(ctx, client, ns, w.Primary, cmd, sent)
-		return said != "", nil
+		// Events are sent asynchronously (and may be dropped by the
+		// recorder's rate limit): after a while, say what the status says.
+		return said != "" || time.Since(cleared) > eventGrace, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("the controller did not act on %s within %s (is the daemon running?); the command stays on Deployment %s", cmd, commandTimeout, w.Primary)
+	}
+	if said == "" {
+		now, err := GetWorkload(ctx, client, ns, name)
+		if err != nil {
+			return "", err
+		}
+		said = fmt.Sprintf("%s: done; %s is %s: %s", cmd, name, now.Phase, now.Message)
 	}
 	return said, nil
 }
