@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -363,20 +362,8 @@ func traceService(ctx context.Context, client kubernetes.Interface, ns, name str
 		return ts, fmt.Errorf("read Service %s: %w", name, err)
 	}
 	ts.Selector = labels.Set(svc.Spec.Selector).String()
-	slicesList, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{discoveryv1.LabelServiceName: name}.String()})
-	if err != nil {
-		return ts, fmt.Errorf("read the endpoints of Service %s: %w", name, err)
-	}
-	for _, s := range slicesList.Items {
-		for _, e := range s.Endpoints {
-			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
-				ts.ReadyPods = append(ts.ReadyPods, e.TargetRef.Name)
-			}
-		}
-	}
-	slices.Sort(ts.ReadyPods)
-	return ts, nil
+	ts.ReadyPods, err = readyPods(ctx, client, ns, name)
+	return ts, err
 }
 
 // Done reports whether the rollout has ended: Healthy or Degraded.

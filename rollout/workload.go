@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -235,32 +236,44 @@ func desiredReplicas(git *appsv1.Deployment) int32 {
 }
 
 // servedBy reports whether the Service's EndpointSlices hold a ready
-// endpoint of a pod of Deployment deploy. Its pods are named
-// "<deploy>-<template hash>-<suffix>", neither part with a dash, so the
-// pods of web are told from those of web-blue. Pods still served are not
-// taken away: the Service's endpoints follow a selector change a moment
-// later.
+// endpoint of a pod of Deployment deploy (see PodOf). Pods still served are
+// not taken away: the Service's endpoints follow a selector change a
+// moment later.
 func (c *Controller) servedBy(ctx context.Context, ns, service, deploy string) (bool, error) {
-	list, err := c.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+	pods, err := readyPods(ctx, c.client, ns, service)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(pods, func(pod string) bool { return PodOf(pod, deploy) }), nil
+}
+
+// readyPods lists the pods the Service's EndpointSlices hold as ready (an
+// endpoint without a ready condition counts as ready), sorted.
+func readyPods(ctx context.Context, client kubernetes.Interface, ns, service string) ([]string, error) {
+	list, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{discoveryv1.LabelServiceName: service}.String(),
 	})
 	if err != nil {
-		return false, fmt.Errorf("read the endpoints of Service %s: %w", service, err)
+		return nil, fmt.Errorf("read the endpoints of Service %s: %w", service, err)
 	}
+	var pods []string
 	for _, s := range list.Items {
 		for _, e := range s.Endpoints {
-			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
-			if ready && e.TargetRef != nil && e.TargetRef.Kind == "Pod" && podOf(e.TargetRef.Name, deploy) {
-				return true, nil
+			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+				pods = append(pods, e.TargetRef.Name)
 			}
 		}
 	}
-	return false, nil
+	slices.Sort(pods)
+	return pods, nil
 }
 
-// podOf reports whether pod is named like a pod of Deployment deploy:
-// podOf("web-7d9c556656-w9rcx", "web") is true, podOf("web-blue-7d9c556656-w9rcx", "web") false.
-func podOf(pod, deploy string) bool {
+// PodOf reports whether pod is named like a pod of Deployment deploy. A
+// Deployment's pods are named "<deploy>-<template hash>-<suffix>", neither
+// part with a dash, so the pods of web are told from those of web-blue:
+// PodOf("web-7d9c556656-w9rcx", "web") is true,
+// PodOf("web-blue-7d9c556656-w9rcx", "web") false.
+func PodOf(pod, deploy string) bool {
 	rest, ok := strings.CutPrefix(pod, deploy+"-")
 	return ok && strings.Count(rest, "-") == 1
 }

@@ -18,8 +18,8 @@ func TestPodOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := podOf(tt.pod, tt.deploy); got != tt.want {
-				t.Errorf("podOf(%q, %q) = %v, want %v", tt.pod, tt.deploy, got, tt.want)
+			if got := PodOf(tt.pod, tt.deploy); got != tt.want {
+				t.Errorf("PodOf(%q, %q) = %v, want %v", tt.pod, tt.deploy, got, tt.want)
 			}
 		})
 	}

@@ -99,7 +99,7 @@ func byDeployment(pods []string, deploys []rollout.TraceDeployment) string {
 	for _, d := range deploys {
 		n := 0
 		for _, p := range pods {
-			if rest, ok := strings.CutPrefix(p, d.Name+"-"); ok && strings.Count(rest, "-") == 1 {
+			if rollout.PodOf(p, d.Name) {
 				n++
 			}
 		}
