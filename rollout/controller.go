@@ -128,6 +128,10 @@ type Config struct {
 	// SyncName, when set, limits the reconcile loop to the Deployments
 	// labelled plimsoll.dev/sync=SyncName: those its own sync applied.
 	SyncName string
+	// Namespaces, when set, limits the controller to these namespaces: its
+	// informers list and watch there only, so it needs no right elsewhere,
+	// and it refuses a Deployment of any other namespace. Empty means all.
+	Namespaces []string
 	// Metrics, when set, records the rollouts' phases, durations,
 	// rollbacks and commands.
 	Metrics *Metrics
@@ -142,24 +146,32 @@ type Controller struct {
 	client  kubernetes.Interface
 	log     *slog.Logger
 	workers int
-	// factories are the informer factories: Deployments, ReplicaSets and
-	// Pods, Services.
+	// factories are the informer factories: per watched namespace,
+	// Deployments, ReplicaSets and Pods, Services.
 	factories []informers.SharedInformerFactory
-	deploys   appslisters.DeploymentLister
-	rsets     appslisters.ReplicaSetLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
-	events    record.EventRecorder
-	eventsBC  record.EventBroadcaster
-	locks     keyedMutex
-	metrics   *Metrics
+	// views holds the listers by namespace, metav1.NamespaceAll when the
+	// controller watches every namespace.
+	views    map[string]view
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	events   record.EventRecorder
+	eventsBC record.EventBroadcaster
+	locks    keyedMutex
+	metrics  *Metrics
+}
+
+// view is what the informers of one namespace (or of all) hold.
+type view struct {
+	deploys appslisters.DeploymentLister
+	rsets   appslisters.ReplicaSetLister
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
 // Pods watch only objects labelled plimsoll.dev/workload, so memory does
 // not grow with unrelated workloads, and Deployments only of its own sync
 // when cfg.SyncName is set; Services, which carry no such label, are
-// watched whole.
+// watched whole. With cfg.Namespaces, each namespace gets its own
+// informers.
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -167,41 +179,84 @@ func New(cfg Config) *Controller {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
-	ours := strategies.LabelWorkload
-	if cfg.SyncName != "" {
-		ours += "," + LabelSync + "=" + cfg.SyncName
-	}
-	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
-	deployInformer := deployFactory.Apps().V1().Deployments()
-	rsInformer := factory.Apps().V1().ReplicaSets()
-	podInformer := factory.Core().V1().Pods()
-	// Services carry no workload label: they are watched unfiltered, and
-	// mapped to the workloads whose annotations name them.
-	serviceFactory := informers.NewSharedInformerFactory(cfg.Client, resyncPeriod)
-	serviceInformer := serviceFactory.Core().V1().Services()
 	bc := record.NewBroadcaster()
 	c := &Controller{
-		client:    cfg.Client,
-		log:       cfg.Log,
-		workers:   cfg.Workers,
-		factories: []informers.SharedInformerFactory{deployFactory, factory, serviceFactory},
-		deploys:   deployInformer.Lister(),
-		rsets:     rsInformer.Lister(),
-		synced: []cache.InformerSynced{deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
-			podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced},
+		client:   cfg.Client,
+		log:      cfg.Log,
+		workers:  cfg.Workers,
+		views:    map[string]view{},
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
 		eventsBC: bc,
 		metrics:  cfg.Metrics,
 	}
+	namespaces := cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		c.watch(cfg, ns)
+	}
+	return c
+}
+
+// watch sets up the informers of namespace ns (metav1.NamespaceAll: every
+// namespace) and their event handlers.
+func (c *Controller) watch(cfg Config, ns string) {
+	ours := strategies.LabelWorkload
+	if cfg.SyncName != "" {
+		ours += "," + LabelSync + "=" + cfg.SyncName
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
+	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
+	// Services carry no workload label: they are watched unfiltered, and
+	// mapped to the workloads whose annotations name them.
+	serviceFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns))
+
+	deployInformer := deployFactory.Apps().V1().Deployments()
+	rsInformer := factory.Apps().V1().ReplicaSets()
+	podInformer := factory.Core().V1().Pods()
+	serviceInformer := serviceFactory.Core().V1().Services()
+	c.factories = append(c.factories, deployFactory, factory, serviceFactory)
+	c.views[ns] = view{deploys: deployInformer.Lister(), rsets: rsInformer.Lister()}
+	c.synced = append(c.synced, deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
+		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced)
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
-	return c
+}
+
+// watches reports whether the controller follows namespace ns.
+func (c *Controller) watches(ns string) bool {
+	_, one := c.views[ns]
+	_, all := c.views[metav1.NamespaceAll]
+	return one || all
+}
+
+// deployments lists the cached Deployments of namespace ns; none when the
+// controller does not watch it.
+func (c *Controller) deployments(ns string) appslisters.DeploymentNamespaceLister {
+	return c.view(ns).deploys.Deployments(ns)
+}
+
+// replicaSets lists the cached ReplicaSets of namespace ns; none when the
+// controller does not watch it.
+func (c *Controller) replicaSets(ns string) appslisters.ReplicaSetNamespaceLister {
+	return c.view(ns).rsets.ReplicaSets(ns)
+}
+
+func (c *Controller) view(ns string) view {
+	if v, ok := c.views[ns]; ok {
+		return v
+	}
+	if v, ok := c.views[metav1.NamespaceAll]; ok {
+		return v
+	}
+	empty := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return view{deploys: appslisters.NewDeploymentLister(empty), rsets: appslisters.NewReplicaSetLister(empty)}
 }
 
 // Run starts the informers and the workers and blocks until ctx ends.
@@ -287,7 +342,7 @@ func (c *Controller) enqueueServiceUsers(obj any) {
 	if err != nil {
 		return
 	}
-	deploys, err := c.deploys.Deployments(m.GetNamespace()).List(labels.Everything())
+	deploys, err := c.deployments(m.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return
 	}

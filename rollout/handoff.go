@@ -60,12 +60,16 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 }
 
 // CheckDeployment reports what keeps a Git Deployment from being rolled
-// out as written: an unknown strategy, an annotation value that does not
+// out as written: a namespace the controller does not watch (see
+// Config.Namespaces), an unknown strategy, an annotation value that does not
 // parse, a Service the strategy needs that is unnamed, or neither in the
 // commit (services) nor in the cluster. A refusal of a blue-green or canary
 // workload is also recorded on its live Deployments, phase Degraded and the
 // error as message, which the pods do not notice.
 func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
+	if !c.watches(git.Namespace) {
+		return fmt.Errorf("namespace %q is not one the rollout controller watches", git.Namespace)
+	}
 	err := checkAnnotations(git.Annotations)
 	if err == nil {
 		err = c.checkServices(ctx, git, services)

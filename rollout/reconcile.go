@@ -38,7 +38,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 // previous strategy left), blue-green once it has a color, canary when
 // <name> says so, else rolling.
 func (c *Controller) strategyOf(ns, name string) string {
-	d, err := c.deploys.Deployments(ns).Get(name)
+	d, err := c.deployments(ns).Get(name)
 	if err != nil {
 		d = nil
 	}
@@ -58,7 +58,7 @@ func (c *Controller) strategyOf(ns, name string) string {
 // name plus one of suffixes.
 func (c *Controller) hasDeployment(ns, name string, suffixes ...string) bool {
 	for _, suffix := range suffixes {
-		if _, err := c.deploys.Deployments(ns).Get(name + suffix); err == nil {
+		if _, err := c.deployments(ns).Get(name + suffix); err == nil {
 			return true
 		}
 	}
@@ -69,7 +69,7 @@ func (c *Controller) hasDeployment(ns, name string, suffixes ...string) bool {
 // pending? then the rolling plan, executed in one write, skipped when
 // nothing changes.
 func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string) error {
-	cached, err := c.deploys.Deployments(ns).Get(name)
+	cached, err := c.deployments(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil // deleted: nothing to roll out
 	}
@@ -91,7 +91,7 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 		return c.command(ctx, live, recorded, cmd)
 	}
 
-	rsets, err := c.rsets.ReplicaSets(ns).List(labels.SelectorFromSet(labels.Set{strategies.LabelWorkload: name}))
+	rsets, err := c.replicaSets(ns).List(labels.SelectorFromSet(labels.Set{strategies.LabelWorkload: name}))
 	if err != nil {
 		return fmt.Errorf("list ReplicaSets of %s: %w", key, err)
 	}

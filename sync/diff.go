@@ -36,7 +36,7 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, err
 	}
-	plan, err := s.cfg.Applier.Plan(ctx, objs, rec.Inventory)
+	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return "", nil, err
 	}

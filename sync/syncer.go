@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +83,11 @@ type Config struct {
 	Path string
 	// Namespace is given to namespaced objects that set none.
 	Namespace string
+	// Namespaces, when set, are the only namespaces the sync writes in: a
+	// commit with an object elsewhere, or a cluster-scoped one, is
+	// refused, and objects it applied elsewhere before are let go rather
+	// than pruned.
+	Namespaces []string
 	// Prune deletes objects that left Git.
 	Prune bool
 	// AllowEmpty lets a commit that renders no object prune everything.
@@ -271,6 +277,9 @@ func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error)
 		s.cfg.Applier.ResetDiscovery()
 		err = manifest.Validate(objs, s.cfg.Applier, s.cfg.Namespace)
 	}
+	if err == nil {
+		err = manifest.Confine(objs, s.cfg.Namespaces)
+	}
 	return objs, err
 }
 
@@ -322,7 +331,7 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 // Deployments to the rollout controller, and records in rec's inventory
 // every object now as desired. It returns the plan and what was written.
 func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
-	plan, err := s.cfg.Applier.Plan(ctx, objs, rec.Inventory)
+	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,6 +352,23 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *i
 		}
 	}
 	return plan, append(res.Changes, handed...), nil
+}
+
+// writable returns the entries of inv in the namespaces the sync may write
+// in (Config.Namespaces): the others, applied while the sync was not
+// limited, are neither read nor pruned, and stay in the inventory for a
+// sync that may.
+func (s *Syncer) writable(inv inventory.Inventory) inventory.Inventory {
+	if len(s.cfg.Namespaces) == 0 {
+		return inv
+	}
+	out := make(inventory.Inventory, len(inv))
+	for key, e := range inv {
+		if e.Namespace != "" && slices.Contains(s.cfg.Namespaces, e.Namespace) {
+			out[key] = e
+		}
+	}
+	return out
 }
 
 // prune deletes what left Git (when pruning is on) and drops it from rec's

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -42,6 +44,7 @@ type sourceOptions struct {
 	kubeconfig         string
 	kubeContext        string
 	namespace          string
+	watchNamespaces    []string
 	syncName           string
 	statusNamespace    string
 	prune, allowEmpty  bool
@@ -65,6 +68,7 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context to use")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace for namespaced objects that set none")
+	fs.StringSliceVar(&o.watchNamespaces, "watch-namespace", nil, "limit the daemon to these namespaces (repeatable or comma-separated): it watches and writes only there, and refuses a commit with an object elsewhere or a cluster-scoped one (default: all namespaces)")
 	fs.StringVar(&o.syncName, "sync-name", defaultSyncName, "name of this sync: its status ConfigMap is plimsoll-sync-<name>")
 	fs.StringVar(&o.statusNamespace, "status-namespace", "", "namespace of the status ConfigMap (default: the daemon's own namespace in a cluster, else --namespace)")
 	fs.BoolVar(&o.prune, "prune", true, "delete objects that left Git")
@@ -199,6 +203,22 @@ func (o *sourceOptions) sourceConfig() (source.Config, error) {
 // windows parses the --window flags.
 func (o *sourceOptions) parseWindows() (window.Windows, error) {
 	return window.ParseAll(o.windows)
+}
+
+// parseWatchNamespaces checks --watch-namespace: namespace names, each
+// once; nil when the daemon may use every namespace.
+func (o *sourceOptions) parseWatchNamespaces() ([]string, error) {
+	var out []string
+	for _, ns := range o.watchNamespaces {
+		ns = strings.TrimSpace(ns)
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return nil, fmt.Errorf("--watch-namespace %q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }
 
 // secretFrom reads a secret from a file or an environment variable (at most

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestSourceConfigReadsCredentials(t *testing.T) {
@@ -54,6 +56,40 @@ func TestSourceConfigReadsCredentials(t *testing.T) {
 			}
 			if cfg.Auth.Username != tt.wantUser || cfg.Auth.Password != tt.wantPassword {
 				t.Errorf("auth user %q password %q, want %q and %q", cfg.Auth.Username, cfg.Auth.Password, tt.wantUser, tt.wantPassword)
+			}
+		})
+	}
+}
+
+func TestParseWatchNamespaces(t *testing.T) {
+	tests := []struct {
+		name    string
+		flags   []string
+		want    string
+		wantErr string
+	}{
+		{name: "unset: every namespace", flags: nil, want: ""},
+		{name: "repeated and comma-separated, each once", flags: []string{"--watch-namespace=web,apps", "--watch-namespace", "web"}, want: "web apps"},
+		{name: "not a namespace name", flags: []string{"--watch-namespace=Web_1"}, wantErr: `--watch-namespace "Web_1" is not a namespace name`},
+		{name: "empty entry", flags: []string{"--watch-namespace=web,"}, wantErr: `--watch-namespace "" is not a namespace name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o sourceOptions
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+			o.addFlags(fs)
+			if err := fs.Parse(tt.flags); err != nil {
+				t.Fatalf("parse %v: %v", tt.flags, err)
+			}
+			got, err := o.parseWatchNamespaces()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, " ") != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -41,6 +41,10 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	if err != nil {
 		return nil, err
 	}
+	namespaces, err := o.parseWatchNamespaces()
+	if err != nil {
+		return nil, err
+	}
 	restCfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
@@ -66,11 +70,12 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	if reg != nil {
 		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
-	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Metrics: rolloutMetrics})
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces, Metrics: rolloutMetrics})
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
 		Path:        o.path,
 		Namespace:   o.namespace,
+		Namespaces:  namespaces,
 		Prune:       o.prune,
 		AllowEmpty:  o.allowEmpty,
 		Interval:    o.interval,

@@ -55,6 +55,31 @@ func Validate(objs []Object, scope Scope, defaultNamespace string) error {
 	return v.result()
 }
 
+// Confine refuses every object a daemon limited to namespaces may not
+// write: a namespaced object of another namespace (field
+// metadata.namespace) and any cluster-scoped object (field kind). objs
+// must have passed Validate, so that a namespaced object has its namespace
+// and a cluster-scoped one has none. An empty namespaces allows every
+// object.
+func Confine(objs []Object, namespaces []string) error {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	allowed := strings.Join(namespaces, ", ")
+	var errs []error
+	for _, o := range objs {
+		switch ns := o.Obj.GetNamespace(); {
+		case ns == "":
+			errs = append(errs, &Error{Origin: o.Origin, Field: "kind", Reason: fmt.Sprintf(
+				"%s is cluster-scoped, and this daemon may write only in namespaces %s", o.Obj.GetKind(), allowed)})
+		case !slices.Contains(namespaces, ns):
+			errs = append(errs, &Error{Origin: o.Origin, Field: "metadata.namespace", Reason: fmt.Sprintf(
+				"%q is not among the namespaces this daemon may write in (%s)", ns, allowed)})
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // validator holds the state of one Validate.
 type validator struct {
 	scope            Scope

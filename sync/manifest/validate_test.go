@@ -375,3 +375,38 @@ func TestKeyAndOriginStrings(t *testing.T) {
 		})
 	}
 }
+
+func TestConfine(t *testing.T) {
+	files := map[string]string{
+		"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: defaulted}\n" +
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: here, namespace: web}\n",
+		"other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n" +
+			"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n",
+	}
+	tests := []struct {
+		name       string
+		namespaces []string
+		want       string
+	}{
+		{name: "no limit", namespaces: nil},
+		{name: "limited", namespaces: []string{"apps", "web"},
+			want: "other.yaml, document 1: field metadata.namespace: \"other\" is not among the namespaces this daemon may write in (apps, web)\n" +
+				"other.yaml, document 2: field kind: Namespace is cluster-scoped, and this daemon may write only in namespaces apps, web"},
+		{name: "the default namespace is limited too", namespaces: []string{"web"},
+			want: "app.yaml, document 1: field metadata.namespace: \"apps\" is not among the namespaces this daemon may write in (web)\n" +
+				"other.yaml, document 1: field metadata.namespace: \"other\" is not among the namespaces this daemon may write in (web)\n" +
+				"other.yaml, document 2: field kind: Namespace is cluster-scoped, and this daemon may write only in namespaces web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Render(tree(files), ".", Limits{})
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			if err := Validate(objs, clusterScope, "apps"); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			wantError(t, Confine(objs, tt.namespaces), tt.want)
+		})
+	}
+}
