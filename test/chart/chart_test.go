@@ -198,28 +198,36 @@ func TestChartOptions(t *testing.T) {
 }
 
 // TestChartNamespaced: every right in each listed namespace, its own
-// status rights in the release namespace, and cluster-wide only list and
-// watch of the objects the rollout controller follows.
+// status rights in the release namespace, nothing cluster-wide, and the
+// daemon limited to the listed namespaces.
 func TestChartNamespaced(t *testing.T) {
 	objs := render(t, "rbac.namespaced=true", "rbac.namespaces={team-a,team-b}")
-	var roleNamespaces []string
+	n := kinds(objs)
+	if n["ClusterRole"] != 0 || n["ClusterRoleBinding"] != 0 {
+		t.Errorf("rendered kinds %v, want no ClusterRole and no ClusterRoleBinding", n)
+	}
+	var roleNamespaces, bindingNamespaces []string
 	for _, o := range objs {
 		switch o.Kind {
 		case "Role":
 			roleNamespaces = append(roleNamespaces, o.Metadata.Namespace)
-		case "ClusterRole":
-			for _, r := range o.Rules {
-				for _, v := range r.Verbs {
-					if v != "list" && v != "watch" {
-						t.Errorf("ClusterRole %s grants %q on %v cluster-wide", o.Metadata.Name, v, r.Resources)
-					}
-				}
-			}
+		case "RoleBinding":
+			bindingNamespaces = append(bindingNamespaces, o.Metadata.Namespace)
 		}
 	}
 	slices.Sort(roleNamespaces)
-	if want := []string{"plimsoll-system", "team-a", "team-b"}; !slices.Equal(roleNamespaces, want) {
-		t.Errorf("Roles in %v, want %v", roleNamespaces, want)
+	slices.Sort(bindingNamespaces)
+	want := []string{"plimsoll-system", "team-a", "team-b"}
+	if !slices.Equal(roleNamespaces, want) || !slices.Equal(bindingNamespaces, want) {
+		t.Errorf("Roles in %v and RoleBindings in %v, want both in %v", roleNamespaces, bindingNamespaces, want)
+	}
+	if args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--watch-namespace=team-a,team-b") {
+		t.Errorf("args %v lack --watch-namespace=team-a,team-b", args)
+	}
+	if args := deployment(t, render(t)).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--watch-namespace")
+	}) {
+		t.Errorf("cluster-wide mode limits the daemon: %v", args)
 	}
 
 	out, err := helm(t, "template", "plimsoll", "charts/plimsoll", "--set", "repo.url="+repoURL, "--set", "rbac.namespaced=true")

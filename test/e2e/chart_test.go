@@ -10,15 +10,19 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // installChart renders charts/plimsoll into namespace ns with the given
 // --set values and applies what it renders but the daemon's Deployment
 // and Service: the ServiceAccount and its rights. It returns a kubeconfig
 // that acts as that ServiceAccount, for a daemon run out of the cluster
-// with exactly the chart's rights.
-func installChart(t *testing.T, ns string, sets ...string) string {
+// with exactly the chart's rights, and the flags of the rendered daemon
+// that limit it to namespaces.
+func installChart(t *testing.T, ns string, sets ...string) (kubeconfig string, limits []string) {
 	t.Helper()
 	helmPath, err := exec.Command(clusterScript(), "helm").Output()
 	if err != nil {
@@ -37,7 +41,15 @@ func installChart(t *testing.T, ns string, sets ...string) string {
 	}
 	var keep []string
 	for _, doc := range strings.Split(string(rendered), "\n---") {
-		if strings.Contains(doc, "\nkind: Deployment") || strings.Contains(doc, "\nkind: Service\n") {
+		if strings.Contains(doc, "\nkind: Deployment") {
+			for _, line := range strings.Split(doc, "\n") {
+				if arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --watch-namespace="); ok {
+					limits = append(limits, "--watch-namespace="+arg)
+				}
+			}
+			continue
+		}
+		if strings.Contains(doc, "\nkind: Service\n") {
 			continue
 		}
 		keep = append(keep, doc)
@@ -61,18 +73,20 @@ func installChart(t *testing.T, ns string, sets ...string) string {
 	if impersonating == string(admin) {
 		t.Fatalf("could not add impersonation to the kubeconfig:\n%s", admin)
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, []byte(impersonating), 0o600); err != nil {
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(impersonating), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return kubeconfig, limits
 }
 
-// TestChartRights runs the daemon with exactly the rights the chart gives
-// its ServiceAccount. Cluster-wide: a full sync of a rolling and a canary
-// workload, and a canary rollout, succeed. Namespaced to one namespace: the
-// same sync succeeds there; a commit that adds an object for another
-// namespace is refused with a clear error, and what runs keeps running.
+// TestChartRights runs the daemon with exactly the rights and the
+// namespace flags the chart gives it. Cluster-wide: a full sync of a
+// rolling and a canary workload, and a canary rollout, succeed. Namespaced
+// to one namespace: the daemon cannot even list pods elsewhere, the same
+// sync and rollout succeed there, and a commit that adds an object for
+// another namespace and a cluster-scoped one is refused naming both files,
+// while what runs keeps running.
 func TestChartRights(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -88,12 +102,18 @@ func TestChartRights(t *testing.T) {
 			if tc.namespaced {
 				sets = append(sets, "rbac.namespaced=true", "rbac.namespaces={"+s.ns+"}")
 			}
-			s.kubeconfig = installChart(t, home, sets...)
-			s.statusNS = home
+			kubeconfig, limits := installChart(t, home, sets...)
+			s.kubeconfig, s.statusNS = kubeconfig, home
+			if want := tc.namespaced; (len(limits) > 0) != want {
+				t.Fatalf("the chart's daemon flags limiting namespaces: %v, want some: %v", limits, want)
+			}
+			if tc.namespaced {
+				cantListPodsEverywhere(t, kubeconfig)
+			}
 			files := mergeFiles(inDir("web", example(t, "rolling")), inDir("api", example(t, "canary",
 				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`)))
 			first := s.repo.commit("web and api", files)
-			startDaemon(t, s, "--interval", "1s")
+			startDaemon(t, s, append(limits, "--interval", "1s")...)
 			waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			s.waitForCommit(t, first)
@@ -108,24 +128,50 @@ func TestChartRights(t *testing.T) {
 			}
 
 			other := newNamespace(t)
-			bad := s.repo.commit("a ConfigMap elsewhere", mergeFiles(files, map[string]string{
-				"elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n"}))
+			bad := s.repo.commit("a ConfigMap elsewhere and a Namespace", mergeFiles(files, map[string]string{
+				"elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
+				"namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + other + "-new\n",
+			}))
 			waitFor(t, "the commit to be refused", func(ctx context.Context) (bool, error) {
 				st := s.status(t)
 				return st["plimsoll.dev/fetched-commit"] == bad && st["plimsoll.dev/sync-status"] == "Failed", nil
 			})
 			msg := s.status(t)["plimsoll.dev/message"]
 			t.Logf("status message: %s", msg)
-			for _, want := range []string{other, "forbidden"} {
+			for _, want := range []string{
+				`elsewhere.yaml, document 1: field metadata.namespace: "` + other + `" is not among the namespaces this daemon may write in (` + s.ns + `)`,
+				"namespace.yaml, document 1: field kind: Namespace is cluster-scoped",
+			} {
 				if !strings.Contains(msg, want) {
-					t.Errorf("status message %q does not name %q", msg, want)
+					t.Errorf("status message %q does not say %q", msg, want)
 				}
 			}
 			if _, err := suite.client.CoreV1().ConfigMaps(other).Get(context.Background(), "elsewhere", metav1.GetOptions{}); err == nil {
 				t.Error("the ConfigMap for the other namespace was created")
 			}
+			if _, err := suite.client.CoreV1().Namespaces().Get(context.Background(), other+"-new", metav1.GetOptions{}); err == nil {
+				t.Error("the Namespace was created")
+			}
 			checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
 			checkPods(t, s.ns, "app=web", 4, "registry.example/web:v1")
 		})
+	}
+}
+
+// cantListPodsEverywhere checks that kubeconfig's user may not list pods
+// across namespaces: namespaced mode grants nothing cluster-wide.
+func cantListPodsEverywhere(t *testing.T, kubeconfig string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{Limit: 1})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("list pods in every namespace as the chart's ServiceAccount: %v, want forbidden", err)
 	}
 }
