@@ -231,6 +231,12 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	state.ScaleDownAt = plan.ScaleDownAt
 	annotations := state.annotations(plan.Status)
 
+	// A command that swaps the Services (promote, abort) stays on the
+	// primary until the swap is made, so that a swap that fails is tried
+	// again with it; a pending promote waits for the new color and stays.
+	swaps := plan.Active != "" && plan.Active != active
+	clearNow := !plan.Pending && !swaps
+
 	// 1. Deployments, except that a color the active Service selects now
 	// is not scaled down before the Service stops selecting it.
 	var later []strategies.Color
@@ -241,9 +247,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		}
 		want := live.DeepCopy()
 		stamp(want, annotations, plan.Roles[color])
-		if live == primary && !plan.Pending {
-			// Acted on in this write (a pending promote waits for the
-			// new color and stays).
+		if live == primary && clearNow {
 			delete(want.Annotations, AnnotationCommand)
 		}
 		if n, ok := plan.Replicas[color]; ok {
@@ -278,6 +282,11 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	}
 	if bg.preview != nil && plan.Preview != "" {
 		if err := c.patchSelector(ctx, bg.preview, strategies.LabelColor, string(plan.Preview)); err != nil {
+			return err
+		}
+	}
+	if swaps && !plan.Pending && cmd.name != "" {
+		if err := c.clearCommand(ctx, primary, cmd.name); err != nil {
 			return err
 		}
 	}

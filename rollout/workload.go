@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/strategies"
@@ -174,6 +175,21 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 		return fmt.Errorf("update Deployment %s: %w", want.Name, err)
 	}
 	return nil
+}
+
+// clearCommand removes command cmd from Deployment d, unless the
+// annotation has changed since: a newer command is not the one acted on.
+func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd string) error {
+	path := "/metadata/annotations/" + strings.ReplaceAll(AnnotationCommand, "/", "~1")
+	patch := fmt.Appendf(nil, `[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q}]`, path, cmd, path)
+	_, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+		// Cleared, gone, or the command is no longer cmd (the API server
+		// answers a failed test with 422 Invalid).
+		return nil
+	}
+	return fmt.Errorf("clear %s=%s on Deployment %s: %w", AnnotationCommand, cmd, d.Name, err)
 }
 
 // derived returns the Deployment name of workload git, as Git describes it
