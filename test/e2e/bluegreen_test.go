@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // blueGreenExample is examples/blue-green with image shop:<version> and
@@ -164,9 +166,10 @@ func TestBlueGreenCommands(t *testing.T) {
 	waitForDeployment(t, s.ns, "shop-green", "scaled to 0", scaledTo(0))
 
 	t.Log("2. revision 3 is ready on green and waits for promote; the preview Service shows it")
-	s.repo.commit("shop v3", manualBlueGreen(t, "v3"))
+	v3 := s.repo.commit("shop v3", manualBlueGreen(t, "v3"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(3, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
+	s.waitForCommit(t, v3) // the sync's hand-off of v3 is over: what follows is the controller's alone
 	if got := selector(t, s.ns, "shop-preview")["plimsoll.dev/color"]; got != "green" {
 		t.Errorf("preview Service selects %q, want green", got)
 	}
@@ -211,11 +214,11 @@ func TestBlueGreenCommands(t *testing.T) {
 	}
 }
 
-// TestBlueGreenServiceChange changes the active Service in Git while a
-// revision waits for promote on green: the sync applies the change but
-// keeps the controller's color in the selector (a Service's selector is
-// replaced whole by an apply), so no green pod ever gets traffic.
-func TestBlueGreenServiceChange(t *testing.T) {
+// waitingForPromote starts a daemon on a manual blue-green workload and
+// returns once revision 2 is ready on green and waits for promote, blue
+// serving.
+func waitingForPromote(t *testing.T) *syncTarget {
+	t.Helper()
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
 	startDaemon(t, s, "--interval", "1s")
@@ -223,6 +226,15 @@ func TestBlueGreenServiceChange(t *testing.T) {
 	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
+	return s
+}
+
+// TestBlueGreenServiceChange changes the active Service in Git while a
+// revision waits for promote on green: the sync applies the change but
+// keeps the controller's color in the selector (a Service's selector is
+// replaced whole by an apply), so no green pod ever gets traffic.
+func TestBlueGreenServiceChange(t *testing.T) {
+	s := waitingForPromote(t)
 	endpoints := watchEndpoints(t, s.ns, "shop")
 	mark := endpoints.mark()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -261,4 +273,98 @@ func TestBlueGreenServiceChange(t *testing.T) {
 	if selectors := <-colorless; len(selectors) > 0 {
 		t.Errorf("the active Service lost its color: selectors %v", selectors)
 	}
+}
+
+// TestBlueGreenSwapRefused: a promote whose Service swap the API server
+// refuses stays on the Deployment, and traffic on blue, until the swap can
+// be made; then the same promote swaps to green, without a second command,
+// and is cleared only then.
+func TestBlueGreenSwapRefused(t *testing.T) {
+	s := waitingForPromote(t)
+
+	lift := freezeSelectors(t, s.ns)
+	command(t, s.ns, "shop-blue", "promote")
+	holdsFor(t, "the promote waiting for its swap", 3*time.Second, func(context.Context) error {
+		if got := selector(t, s.ns, "shop")["plimsoll.dev/color"]; got != "blue" {
+			return fmt.Errorf("the active Service selects %q through the policy", got)
+		}
+		if got := getDeployment(t, s.ns, "shop-blue").Annotations["plimsoll.dev/command"]; got != "promote" {
+			return fmt.Errorf("command %q on shop-blue while the swap is refused, want promote", got)
+		}
+		return nil
+	})
+
+	lift()
+	waitFor(t, "the swap to green", func(ctx context.Context) (bool, error) {
+		return selector(t, s.ns, "shop")["plimsoll.dev/color"] == "green", nil
+	})
+	waitForDeployment(t, s.ns, "shop-blue", "the promote cleared", func(d *appsv1.Deployment) bool {
+		_, pending := d.Annotations["plimsoll.dev/command"]
+		return !pending
+	})
+	waitForDeployment(t, s.ns, "shop-green", "revision 2 Healthy", phaseIs(2, "Healthy"))
+}
+
+// freezeSelectors makes the API server refuse any change to the selector
+// of a Service in namespace ns, with a ValidatingAdmissionPolicy, and
+// returns the function that lifts the refusal. It returns once a dry-run
+// change is refused.
+func freezeSelectors(t *testing.T, ns string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	name := "freeze-selectors-" + ns
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.spec.selector == oldObject.spec.selector",
+				Message:    "Service selectors are frozen",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	api := suite.client.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicy: %v", err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
+	}
+	lifted := false
+	lift = func() {
+		if lifted {
+			return
+		}
+		lifted = true
+		if err := api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete ValidatingAdmissionPolicyBinding: %v", err)
+		}
+		if err := api.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete ValidatingAdmissionPolicy: %v", err)
+		}
+	}
+	t.Cleanup(lift)
+	probe := []byte(`{"spec":{"selector":{"plimsoll.dev/probe":"x"}}}`)
+	waitFor(t, "the policy to refuse a selector change", func(ctx context.Context) (bool, error) {
+		_, err := suite.client.CoreV1().Services(ns).Patch(ctx, "shop", types.MergePatchType, probe, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "Service selectors are frozen"), nil
+	})
+	return lift
 }
