@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"plimsoll.dev/plimsoll/sync/apply"
 )
 
@@ -63,31 +59,4 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 		return "", nil, err
 	}
 	return head, append(diffs, dry...), nil
-}
-
-// servingDiff compares a Git Deployment that the rollout controller runs
-// under other names with the Deployment that serves it; nil for any other
-// object.
-func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.ObjectDiff, error) {
-	if s.cfg.Deployments == nil || !isDeployment(it) {
-		return nil, nil
-	}
-	d := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", it.Key(), err)
-	}
-	serving, err := s.cfg.Deployments.ServingDeployment(ctx, d)
-	if err != nil || serving == nil {
-		return nil, err
-	}
-	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serving)
-	if err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", serving.Name, err)
-	}
-	live["apiVersion"], live["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
-	diff, err := apply.DiffFields(it.Key(), &unstructured.Unstructured{Object: live}, it.Object.Obj)
-	if err != nil {
-		return nil, err
-	}
-	return &apply.ObjectDiff{Key: it.Key(), Diff: diff}, nil
 }

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -342,7 +340,7 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *i
 	if err != nil {
 		return nil, nil, err
 	}
-	handed, err := s.handOff(ctx, plan, commit)
+	handed, err := s.handOff(ctx, plan, rec.Inventory, commit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -392,77 +390,6 @@ func (s *Syncer) prune(ctx context.Context, plan *apply.Plan, rec *inventory.Rec
 	return pruned, err
 }
 
-// handOff gives the rollout controller the Deployments of the commit that
-// need a write (new, changed in Git, or drifted), typed.
-func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, commit source.Commit) ([]apply.Change, error) {
-	if s.cfg.Deployments == nil {
-		return nil, nil
-	}
-	var items []*apply.Item
-	for _, it := range plan.Writes() {
-		if isDeployment(it) {
-			items = append(items, it)
-		}
-	}
-	// One Deployment a call, so that a refusal names the file and document;
-	// handOffWorkers calls at a time.
-	errs := make([]error, len(items))
-	var g errgroup.Group
-	g.SetLimit(handOffWorkers)
-	for i, it := range items {
-		g.Go(func() error {
-			d := &appsv1.Deployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-				errs[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)}
-				return nil
-			}
-			if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{d}); err != nil {
-				errs[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)}
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // every failure is in errs
-	var changes []apply.Change
-	for i, it := range items {
-		if errs[i] == nil {
-			changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
-		}
-	}
-	return changes, errors.Join(errs...)
-}
-
-// checkDeployments asks the rollout controller about every Deployment of
-// the commit, before anything is applied; each refusal names its file and
-// document.
-func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) error {
-	if s.cfg.Deployments == nil {
-		return nil
-	}
-	services := map[string][]string{} // by namespace
-	for _, obj := range objs {
-		if gvk := obj.Obj.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Service" {
-			services[obj.Obj.GetNamespace()] = append(services[obj.Obj.GetNamespace()], obj.Obj.GetName())
-		}
-	}
-	var errs []error
-	for _, obj := range objs {
-		gvk := obj.Obj.GroupVersionKind()
-		if gvk.Group != "apps" || gvk.Kind != "Deployment" {
-			continue
-		}
-		d := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Obj.Object, d); err != nil {
-			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", obj.Key(), err)})
-			continue
-		}
-		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
-			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("Deployment %s: %v", obj.Key(), err)})
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // stale records a failure to read the source: the cluster keeps running the
 // last applied commit, and StaleSince says since when it may be behind.
 func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) inventory.Status {
@@ -500,11 +427,6 @@ func summarize(changes []apply.Change, pruned apply.PruneResult, total int) stri
 	}
 	return fmt.Sprintf("%d objects, %d created, %d configured, %d restored, %d pruned",
 		total, counts[apply.ActionCreate], counts[apply.ActionUpdate], counts[apply.ActionRestore], len(pruned.Deleted))
-}
-
-func isDeployment(it *apply.Item) bool {
-	gvk := it.Object.Obj.GroupVersionKind()
-	return gvk.Group == "apps" && gvk.Kind == "Deployment"
 }
 
 func short(hash string) string {

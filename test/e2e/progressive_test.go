@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,16 +181,7 @@ func checkQuiet(t *testing.T, ns string, names ...string) {
 // (a series with its labels, a space, its value) is a line of it.
 func checkMetrics(t *testing.T, d *daemon, want ...string) {
 	t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(body), "\n")
+	lines := scrapeMetrics(t, d)
 	for _, w := range want {
 		if !slices.Contains(lines, w) {
 			var near []string
@@ -317,4 +309,51 @@ func podNames(pods []corev1.Pod) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// scrapeMetrics returns the lines of the daemon's /metrics.
+func scrapeMetrics(t *testing.T, d *daemon) []string {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(string(body), "\n")
+}
+
+// metricSum adds up every series of metric name on the daemon's /metrics.
+func metricSum(t *testing.T, d *daemon, name string) float64 {
+	t.Helper()
+	var sum float64
+	for _, line := range scrapeMetrics(t, d) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (!strings.HasPrefix(rest, "{") && !strings.HasPrefix(rest, " ")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("read %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// checkResyncQuiet waits for three more syncs of the daemon, its commit
+// applied, and checks that they wrote no object.
+func checkResyncQuiet(t *testing.T, d *daemon) {
+	t.Helper()
+	writes, syncs := metricSum(t, d, "plimsoll_sync_object_writes_total"), metricSum(t, d, "plimsoll_sync_total")
+	waitFor(t, "three more syncs", func(context.Context) (bool, error) {
+		return metricSum(t, d, "plimsoll_sync_total") >= syncs+3, nil
+	})
+	if after := metricSum(t, d, "plimsoll_sync_object_writes_total"); after != writes {
+		t.Errorf("%v objects written by syncs of an unchanged commit; metrics:\n%s", after-writes,
+			strings.Join(slices.DeleteFunc(scrapeMetrics(t, d), func(l string) bool { return !strings.HasPrefix(l, "plimsoll_sync_object_writes_total") }), "\n"))
+	}
 }

@@ -33,14 +33,14 @@ func TestStrategySwitch(t *testing.T) {
 	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"50%, 100%\"\n"
 	s := newSyncTarget(t)
 	s.repo.commit("web v1, rolling", switchedExample(t, "v1", ""))
-	startDaemon(t, s, "--interval", "1s")
+	daemon := startDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "web")
 	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 
 	t.Log("1. rolling to blue-green: blue takes over from web, which scales to 0")
 	mark := endpoints.mark()
-	s.repo.commit("web v2, blue-green", switchedExample(t, "v2", blueGreen))
+	v2 := s.repo.commit("web v2, blue-green", switchedExample(t, "v2", blueGreen))
 	waitForDeployment(t, s.ns, "web-blue", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "scaled to 0", scaledTo(0))
 	if got := selector(t, s.ns, "web")["plimsoll.dev/color"]; got != "blue" {
@@ -48,6 +48,9 @@ func TestStrategySwitch(t *testing.T) {
 	}
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "web-blue-") })
 	checkMinReady(t, endpoints, mark, 4)
+	// Git's web is served by web-blue, and the old web at 0 is no drift.
+	s.waitForCommit(t, v2)
+	checkResyncQuiet(t, daemon)
 
 	t.Log("2. back to rolling: web takes over; the colors and the color selector go")
 	mark = endpoints.mark()

@@ -1,0 +1,154 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
+	"plimsoll.dev/plimsoll/sync/source"
+)
+
+// checkDeployments asks the rollout controller about every Deployment of
+// the commit, before anything is applied; each refusal names its file and
+// document.
+func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) error {
+	if s.cfg.Deployments == nil {
+		return nil
+	}
+	services := map[string][]string{} // by namespace
+	for _, obj := range objs {
+		if gvk := obj.Obj.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Service" {
+			services[obj.Obj.GetNamespace()] = append(services[obj.Obj.GetNamespace()], obj.Obj.GetName())
+		}
+	}
+	var errs []error
+	for _, obj := range objs {
+		gvk := obj.Obj.GroupVersionKind()
+		if gvk.Group != "apps" || gvk.Kind != "Deployment" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Obj.Object, d); err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", obj.Key(), err)})
+			continue
+		}
+		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("Deployment %s: %v", obj.Key(), err)})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// handOff gives the rollout controller the Deployments of the commit that
+// need a write (new, changed in Git, or drifted), typed. A Deployment the
+// controller serves under other names (a blue-green color) has no live
+// namesake, so the plan always finds it missing; it is handed off only
+// when Git changed it since inv or the Deployment serving it drifted.
+func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
+	if s.cfg.Deployments == nil {
+		return nil, nil
+	}
+	var items []*apply.Item
+	var deploys []*appsv1.Deployment
+	var errs []error
+	for _, it := range plan.Writes() {
+		if !isDeployment(it) {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
+			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)})
+			continue
+		}
+		if prev, known := inv[it.Key()]; known && prev.Hash == it.Hash {
+			served, err := s.servedAsIs(ctx, it, d)
+			if err != nil {
+				errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: err.Error()})
+				continue
+			}
+			if served {
+				it.Action = apply.ActionNone
+				continue
+			}
+		}
+		items, deploys = append(items, it), append(deploys, d)
+	}
+	// One Deployment a call, so that a refusal names the file and document;
+	// handOffWorkers calls at a time.
+	failed := make([]error, len(items))
+	var g errgroup.Group
+	g.SetLimit(handOffWorkers)
+	for i, it := range items {
+		g.Go(func() error {
+			if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{deploys[i]}); err != nil {
+				failed[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every failure is in failed
+	var changes []apply.Change
+	for i, it := range items {
+		if failed[i] == nil {
+			changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
+		}
+	}
+	return changes, errors.Join(append(errs, failed...)...)
+}
+
+// servedAsIs reports whether the controller serves Git Deployment d (item
+// it) under another name with every field Git sets: nothing to hand off.
+func (s *Syncer) servedAsIs(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (bool, error) {
+	serving, err := s.serving(ctx, it, d)
+	return serving != nil && apply.InSync(serving.Object, it.Object.Obj.Object), err
+}
+
+// servingDiff compares a Git Deployment that the rollout controller runs
+// under other names with the Deployment that serves it; nil for any other
+// object.
+func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.ObjectDiff, error) {
+	if s.cfg.Deployments == nil || !isDeployment(it) {
+		return nil, nil
+	}
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
+		return nil, fmt.Errorf("read Deployment %s: %w", it.Key(), err)
+	}
+	serving, err := s.serving(ctx, it, d)
+	if err != nil || serving == nil {
+		return nil, err
+	}
+	diff, err := apply.DiffFields(it.Key(), serving, it.Object.Obj)
+	if err != nil {
+		return nil, err
+	}
+	return &apply.ObjectDiff{Key: it.Key(), Diff: diff}, nil
+}
+
+// serving returns the live Deployment that serves Git Deployment d (item
+// it) under another name, as the sink describes it; nil when it has none.
+func (s *Syncer) serving(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (*unstructured.Unstructured, error) {
+	serving, err := s.cfg.Deployments.ServingDeployment(ctx, d)
+	if err != nil || serving == nil {
+		return nil, err
+	}
+	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serving)
+	if err != nil {
+		return nil, fmt.Errorf("read Deployment %s: %w", serving.Name, err)
+	}
+	live["apiVersion"], live["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
+	return &unstructured.Unstructured{Object: live}, nil
+}
+
+func isDeployment(it *apply.Item) bool {
+	gvk := it.Object.Obj.GroupVersionKind()
+	return gvk.Group == "apps" && gvk.Kind == "Deployment"
+}
