@@ -24,23 +24,8 @@ import (
 // that limit it to namespaces.
 func installChart(t *testing.T, ns string, sets ...string) (kubeconfig string, limits []string) {
 	t.Helper()
-	helmPath, err := exec.Command(clusterScript(), "helm").Output()
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
-	args := []string{"template", "plimsoll", filepath.Join(suite.root, "charts", "plimsoll"), "--namespace", ns,
-		"--set", "repo.url=file:///unused"}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	cmd := exec.Command(strings.TrimSpace(string(helmPath)), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	rendered, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template: %v", err)
-	}
 	var keep []string
-	for _, doc := range strings.Split(string(rendered), "\n---") {
+	for _, doc := range strings.Split(renderChart(t, ns, sets...), "\n---") {
 		if strings.Contains(doc, "\nkind: Deployment") {
 			for _, line := range strings.Split(doc, "\n") {
 				if arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --watch-namespace="); ok {
@@ -78,6 +63,54 @@ func installChart(t *testing.T, ns string, sets ...string) (kubeconfig string, l
 		t.Fatal(err)
 	}
 	return kubeconfig, limits
+}
+
+// renderChart renders charts/plimsoll into namespace ns with the given
+// --set values, with the helm hack/cluster builds.
+func renderChart(t *testing.T, ns string, sets ...string) string {
+	t.Helper()
+	helmPath, err := exec.Command(clusterScript(), "helm").Output()
+	if err != nil {
+		t.Fatalf("build helm: %v", err)
+	}
+	args := []string{"template", "plimsoll", filepath.Join(suite.root, "charts", "plimsoll"), "--namespace", ns,
+		"--set", "repo.url=file:///unused"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(helmPath)), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	return string(rendered)
+}
+
+// TestChartObjectsValid sends every object the chart renders, in both
+// modes and with the options that need no CRD, to the API server as a
+// server-side dry-run with strict field validation: a misspelled or
+// misplaced field fails here, not at install time.
+func TestChartObjectsValid(t *testing.T) {
+	home, team := newNamespace(t), newNamespace(t)
+	for name, sets := range map[string][]string{
+		"default":    nil,
+		"namespaced": {"rbac.namespaced=true", "rbac.namespaces={" + team + "}"},
+		"options": {"replicas=2", "windows={deny 0 22 * * 5 62h}", "git.existingSecret=git", "git.tokenKey=token",
+			"webhook.existingSecret=hook", "resources.limits.memory=256Mi"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			manifest := filepath.Join(t.TempDir(), "chart.yaml")
+			if err := os.WriteFile(manifest, []byte(renderChart(t, home, sets...)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := kubectl(t, "apply", "--dry-run=server", "--validate=strict", "-f", manifest)
+			t.Logf("%s", out)
+			if !strings.Contains(out, "deployment.apps/plimsoll created (server dry run)") {
+				t.Errorf("the daemon's Deployment was not accepted:\n%s", out)
+			}
+		})
+	}
 }
 
 // TestChartRights runs the daemon with exactly the rights and the
