@@ -149,10 +149,17 @@ func (s *Syncer) Trigger() {
 // Ready is closed once the first sync has been attempted.
 func (s *Syncer) Ready() <-chan struct{} { return s.ready }
 
-// Run syncs at once, then every Interval or on Trigger, until ctx ends.
+// Run syncs at once, then every Interval, on Trigger or on a request on
+// the sync's ConfigMap (inventory.AnnotationRequestedAt), until ctx ends.
 // While syncs fail, the wait doubles from Interval up to MaxBackoff; the
 // first success returns it to Interval.
 func (s *Syncer) Run(ctx context.Context) error {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go s.cfg.Store.WatchRequests(watchCtx, func() {
+		s.cfg.Log.Info("sync requested on the sync record; syncing now", "sync", s.cfg.Name)
+		s.Trigger()
+	})
 	failures := 0
 	for first := true; ; first = false {
 		err := s.SyncOnce(ctx)

@@ -31,6 +31,8 @@ const (
 	retryPeriod     = 2 * time.Second
 	shutdownTimeout = 5 * time.Second
 	readHeaderLimit = 10 * time.Second
+	// requestTimeout bounds a standby's write that passes a hook on.
+	requestTimeout = 5 * time.Second
 )
 
 type runOptions struct {
@@ -122,6 +124,10 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if d.standby.Load() {
+			_, _ = w.Write([]byte("ok: standby\n"))
+			return
+		}
 		select {
 		case <-d.syncer.Ready():
 			_, _ = w.Write([]byte("ok\n"))
@@ -132,8 +138,18 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if secret != nil {
 		mux.Handle("/hook", webhook.Handler(secret, func() {
-			log.Info("webhook received; syncing now")
-			d.syncer.Trigger()
+			if !d.standby.Load() {
+				log.Info("webhook received; syncing now")
+				d.syncer.Trigger()
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			if err := d.store.Request(ctx, time.Now()); err != nil {
+				log.Error("pass the webhook on to the leader", "err", err)
+				return
+			}
+			log.Info("webhook received on a standby; sync requested from the leader")
 		}))
 	} else {
 		mux.HandleFunc("/hook", func(w http.ResponseWriter, _ *http.Request) {
@@ -164,6 +180,7 @@ func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logge
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	var runErr error
+	d.standby.Store(true)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   leaseDuration,
@@ -174,6 +191,7 @@ func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logge
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", id)
+				d.standby.Store(false)
 				runErr = d.run(ctx)
 			},
 			OnStoppedLeading: func() { log.Info("stopped leading", "identity", id) },

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/discovery"
@@ -23,8 +24,12 @@ import (
 type daemon struct {
 	syncer          *psync.Syncer
 	rollouts        *rollout.Controller
+	store           *inventory.Store
 	client          kubernetes.Interface
 	statusNamespace string
+	// standby is true while the daemon waits for the leader Lease: it is
+	// ready, and passes the hooks it receives on to the leader.
+	standby atomic.Bool
 }
 
 // wire builds the syncer and its parts from the flags.
@@ -71,6 +76,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
 	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces, Metrics: rolloutMetrics})
+	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
 		Path:        o.path,
@@ -82,12 +88,12 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 		Windows:     windows,
 		Source:      src,
 		Applier:     apply.New(apply.Config{Dynamic: dyn, Mapper: mapper, SyncName: o.syncName}),
-		Store:       inventory.NewStore(client, statusNS, o.syncName),
+		Store:       store,
 		Deployments: rollouts,
 		Events:      psync.NewEvents(client, clk, log),
 		Metrics:     metrics,
 		Log:         log,
 		Clock:       clk,
 	})
-	return &daemon{syncer: syncer, rollouts: rollouts, client: client, statusNamespace: statusNS}, nil
+	return &daemon{syncer: syncer, rollouts: rollouts, store: store, client: client, statusNamespace: statusNS}, nil
 }

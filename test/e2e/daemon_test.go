@@ -158,24 +158,8 @@ func TestDaemonWebhook(t *testing.T) {
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
 	second := s.repo.commit("paint it green", files)
-	body := []byte(`{"ref":"refs/heads/main"}`)
 
-	post := func(signature string) int {
-		req, err := http.NewRequest(http.MethodPost, "http://"+d.addr+"/hook", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set(webhook.HeaderGitHubSignature, signature)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("POST /hook: %v", err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-
-	if code := post(webhook.Sign([]byte("wrong"), body)); code != http.StatusUnauthorized {
+	if code := postHook(t, d, "wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("badly signed hook: status %d, want 401", code)
 	}
 	holdsFor(t, "the badly signed hook changing nothing", 3*time.Second, func(ctx context.Context) error {
@@ -186,11 +170,30 @@ func TestDaemonWebhook(t *testing.T) {
 	})
 
 	start := time.Now()
-	if code := post(webhook.Sign([]byte("hook-s3cret"), body)); code != http.StatusAccepted {
+	if code := postHook(t, d, "hook-s3cret"); code != http.StatusAccepted {
 		t.Fatalf("signed hook: status %d, want 202", code)
 	}
 	s.waitForCommit(t, second)
 	t.Logf("webhook latency: POST to commit applied in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// postHook sends daemon d a GitHub push hook signed with secret and
+// returns the status code.
+func postHook(t *testing.T, d *daemon, secret string) int {
+	t.Helper()
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	req, err := http.NewRequest(http.MethodPost, "http://"+d.addr+"/hook", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(webhook.HeaderGitHubSignature, webhook.Sign([]byte(secret), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /hook: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // waitForPhase waits until the workload's plimsoll.dev/phase is phase.
