@@ -204,16 +204,39 @@ func (c *Controller) eventSwitched(d *appsv1.Deployment) {
 	c.events.Event(d, corev1.EventTypeNormal, ReasonPhase, "switched to the rolling strategy; retired the Deployments of the previous strategy")
 }
 
-// ServingDeployment returns the live Deployment that serves a blue-green
-// Git Deployment: the active color (the one the active Service selects, or
-// the one with role active), renamed to Git's name and without the color
-// in its selector and template, so that it reads like the Git Deployment
-// it came from. nil for every other strategy, whose Git Deployment has a
-// live namesake (for canary, the stable Deployment), and while no color
-// serves.
+// ServingDeployment returns the live Deployment that serves a Git
+// Deployment, as it should read when the sync has nothing to do for it,
+// or nil to compare the Git Deployment with its live namesake like any
+// other object. It is not nil in two cases:
+//   - a blue-green workload: the active color (the one the active Service
+//     selects, or the one with role active), renamed to Git's name and
+//     without the color in its selector and template, so that it reads
+//     like the Git Deployment it came from (nil while no color serves);
+//   - a Git template the controller refuses (its hash is the workload's
+//     failed-hash): the serving Deployment with Git's template in place of
+//     the one that runs, since the refusal, not the sync, keeps it out.
 func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
+	serving, err := c.servingAs(ctx, git)
+	if err != nil || serving == nil {
+		return nil, err
+	}
+	st, err := strategies.ReadStatus(serving.Annotations)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.FailedHash != "" && st.FailedHash == strategies.TemplateHash(git.Spec.Template):
+		serving.Spec.Template = *git.Spec.Template.DeepCopy()
+	case git.Annotations[AnnotationStrategy] != StrategyBlueGreen:
+		return nil, nil // its namesake, as it runs
+	}
+	return serving, nil
+}
+
+// servingAs returns the live Deployment that serves Git Deployment git
+// under Git's name: the active blue-green color, renamed, or the namesake.
+func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
 	if git.Annotations[AnnotationStrategy] != StrategyBlueGreen {
-		return nil, nil
+		return c.getDeployment(ctx, git.Namespace, git.Name)
 	}
 	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
 		d, err := c.getDeployment(ctx, git.Namespace, git.Name+"-"+string(color))

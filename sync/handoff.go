@@ -50,8 +50,11 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 // handOff gives the rollout controller the Deployments of the commit that
 // need a write (new, changed in Git, or drifted), typed. A Deployment the
 // controller serves under other names (a blue-green color) has no live
-// namesake, so the plan always finds it missing; it is handed off only
-// when Git changed it since inv or the Deployment serving it drifted.
+// namesake, so the plan always finds it missing, and one whose template
+// the controller refuses (a failed revision) always differs from its
+// namesake: such a Deployment is handed off only when Git changed it since
+// inv or the Deployment serving it drifted (see
+// DeploymentSink.ServingDeployment).
 func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
 	if s.cfg.Deployments == nil {
 		return nil, nil
@@ -104,8 +107,9 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	return changes, errors.Join(append(errs, failed...)...)
 }
 
-// servedAsIs reports whether the controller serves Git Deployment d (item
-// it) under another name with every field Git sets: nothing to hand off.
+// servedAsIs reports whether the Deployment the controller serves Git
+// Deployment d (item it) with holds every field Git sets: nothing to hand
+// off.
 func (s *Syncer) servedAsIs(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (bool, error) {
 	serving, err := s.serving(ctx, it, d)
 	return serving != nil && apply.InSync(serving.Object, it.Object.Obj.Object), err
@@ -133,8 +137,9 @@ func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.Object
 	return &apply.ObjectDiff{Key: it.Key(), Diff: diff}, nil
 }
 
-// serving returns the live Deployment that serves Git Deployment d (item
-// it) under another name, as the sink describes it; nil when it has none.
+// serving returns the live Deployment to compare Git Deployment d (item
+// it) with, as the sink describes it; nil to compare it with its
+// namesake.
 func (s *Syncer) serving(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (*unstructured.Unstructured, error) {
 	serving, err := s.cfg.Deployments.ServingDeployment(ctx, d)
 	if err != nil || serving == nil {

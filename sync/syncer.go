@@ -62,10 +62,13 @@ type Source interface {
 // commit) fails the whole commit, as an invalid manifest does. services
 // names the Services of the Deployment's namespace in the commit.
 //
-// ServingDeployment returns, for `plimsoll diff`, the live Deployment that
-// serves a Git Deployment the sink rolls out under other names (a
-// blue-green color), renamed to Git's name; nil to compare the Git
-// Deployment with its namesake like any other object.
+// ServingDeployment returns the live Deployment to compare a Git
+// Deployment with, for `plimsoll diff` and to tell whether an unchanged
+// Git Deployment needs handing over again: the one the sink serves it
+// with under another name (a blue-green color), renamed to Git's name, or
+// with Git's template in place of the running one when the sink refuses
+// Git's (a failed revision); nil to compare the Git Deployment with its
+// namesake like any other object.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error

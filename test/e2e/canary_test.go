@@ -144,7 +144,7 @@ func TestCanaryFailure(t *testing.T) {
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 
-	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
+	broken := s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
 	stable := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded"))
 	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
 	if stable.Annotations["plimsoll.dev/failed-hash"] == "" || !strings.Contains(stable.Annotations["plimsoll.dev/message"], "progress deadline") {
@@ -165,6 +165,9 @@ func TestCanaryFailure(t *testing.T) {
 		}
 		return nil
 	})
+	// The refused template in Git is not drift: resyncs write nothing.
+	s.waitForCommit(t, broken)
+	checkResyncQuiet(t, d)
 }
 
 // TestCanaryReplacesPods holds a canary at step 2 (1 canary pod serving)

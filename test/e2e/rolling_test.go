@@ -138,7 +138,7 @@ func annotate(t *testing.T, ns, key, value string) {
 func TestRollingRollout(t *testing.T) {
 	s := newSyncTarget(t)
 	first := s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
-	startDaemon(t, s, "--interval", "1s")
+	daemon := startDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first sync: Healthy, revision 1, the commit, the template hash")
 	d := waitForRevision(t, s.ns, 1, "Healthy")
@@ -214,6 +214,9 @@ func TestRollingRollout(t *testing.T) {
 	if !rolledBack {
 		t.Error("no RolledBack event on Deployment web")
 	}
+	// The refused template in Git is not drift: resyncs write nothing.
+	s.waitForCommit(t, bad)
+	checkResyncQuiet(t, daemon)
 
 	t.Log("then a good commit makes it Healthy")
 	s.repo.commit("web v3", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v3")})
