@@ -231,9 +231,8 @@ func (c *Controller) watch(cfg Config, ns string) {
 
 // watches reports whether the controller follows namespace ns.
 func (c *Controller) watches(ns string) bool {
-	_, one := c.views[ns]
-	_, all := c.views[metav1.NamespaceAll]
-	return one || all
+	_, ok := c.viewOf(ns)
+	return ok
 }
 
 // deployments lists the cached Deployments of namespace ns; none when the
@@ -248,15 +247,23 @@ func (c *Controller) replicaSets(ns string) appslisters.ReplicaSetNamespaceListe
 	return c.view(ns).rsets.ReplicaSets(ns)
 }
 
+// view returns the listers of namespace ns, empty ones when the controller
+// does not watch it.
 func (c *Controller) view(ns string) view {
-	if v, ok := c.views[ns]; ok {
-		return v
-	}
-	if v, ok := c.views[metav1.NamespaceAll]; ok {
+	if v, ok := c.viewOf(ns); ok {
 		return v
 	}
 	empty := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	return view{deploys: appslisters.NewDeploymentLister(empty), rsets: appslisters.NewReplicaSetLister(empty)}
+}
+
+// viewOf finds the informers that hold namespace ns: its own, or those of
+// every namespace; ok is false when the controller does not watch it.
+func (c *Controller) viewOf(ns string) (v view, ok bool) {
+	if v, ok = c.views[ns]; !ok {
+		v, ok = c.views[metav1.NamespaceAll]
+	}
+	return v, ok
 }
 
 // Run starts the informers and the workers and blocks until ctx ends.

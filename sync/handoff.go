@@ -35,9 +35,9 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 		if gvk.Group != "apps" || gvk.Kind != "Deployment" {
 			continue
 		}
-		d := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Obj.Object, d); err != nil {
-			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", obj.Key(), err)})
+		d, err := typedDeployment(obj)
+		if err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: err.Error()})
 			continue
 		}
 		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
@@ -66,9 +66,9 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 		if !isDeployment(it) {
 			continue
 		}
-		d := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("read Deployment %s: %v", it.Key(), err)})
+		d, err := typedDeployment(it.Object)
+		if err != nil {
+			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: err.Error()})
 			continue
 		}
 		if prev, known := inv[it.Key()]; known && prev.Hash == it.Hash {
@@ -122,9 +122,9 @@ func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.Object
 	if s.cfg.Deployments == nil || !isDeployment(it) {
 		return nil, nil
 	}
-	d := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object.Obj.Object, d); err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", it.Key(), err)
+	d, err := typedDeployment(it.Object)
+	if err != nil {
+		return nil, err
 	}
 	serving, err := s.serving(ctx, it, d)
 	if err != nil || serving == nil {
@@ -151,6 +151,15 @@ func (s *Syncer) serving(ctx context.Context, it *apply.Item, d *appsv1.Deployme
 	}
 	live["apiVersion"], live["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
 	return &unstructured.Unstructured{Object: live}, nil
+}
+
+// typedDeployment reads a Git Deployment as the sink takes it.
+func typedDeployment(obj manifest.Object) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Obj.Object, d); err != nil {
+		return nil, fmt.Errorf("read Deployment %s: %w", obj.Key(), err)
+	}
+	return d, nil
 }
 
 func isDeployment(it *apply.Item) bool {

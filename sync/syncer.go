@@ -86,8 +86,8 @@ type Config struct {
 	Namespace string
 	// Namespaces, when set, are the only namespaces the sync writes in: a
 	// commit with an object elsewhere, or a cluster-scoped one, is
-	// refused, and objects it applied elsewhere before are let go rather
-	// than pruned.
+	// refused, and objects it applied elsewhere before are neither read
+	// nor pruned (they stay in the inventory).
 	Namespaces []string
 	// Prune deletes objects that left Git.
 	Prune bool
@@ -157,9 +157,7 @@ func (s *Syncer) Ready() <-chan struct{} { return s.ready }
 // While syncs fail, the wait doubles from Interval up to MaxBackoff; the
 // first success returns it to Interval.
 func (s *Syncer) Run(ctx context.Context) error {
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go s.cfg.Store.WatchRequests(watchCtx, func() {
+	go s.cfg.Store.WatchRequests(ctx, func() {
 		s.cfg.Log.Info("sync requested on the sync record; syncing now", "sync", s.cfg.Name)
 		s.Trigger()
 	})
