@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,6 +31,20 @@ func TestSourceOutage(t *testing.T) {
 		"--git-username", "deploy", "--git-password-env", "E2E_GIT_PASSWORD")
 	s.waitForCommit(t, first)
 	waitForPhase(t, s.ns, "web", "Healthy")
+	// The Deployment controller writes the status of web once more after
+	// plimsoll sees it available: wait for that before taking versions.
+	waitFor(t, "web's rollout to be recorded complete", func(ctx context.Context) (bool, error) {
+		d, err := suite.client.AppsV1().Deployments(s.ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing {
+				return d.Status.ObservedGeneration == d.Generation && c.Reason == "NewReplicaSetAvailable", nil
+			}
+		}
+		return false, nil
+	})
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 
