@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -34,7 +35,7 @@ func (bg *blueGreen) deployment(c strategies.Color) *appsv1.Deployment {
 // else the Deployment the workload ran before switching to blue-green.
 func (bg *blueGreen) primary() *appsv1.Deployment {
 	if bg.active != nil {
-		if d := bg.deployment(strategies.Color(bg.active.Spec.Selector[strategies.LabelColor])); d != nil {
+		if d := bg.deployment(strategies.Color(bg.active.Spec.Selector[contract.LabelColor])); d != nil {
 			return d
 		}
 	}
@@ -73,11 +74,11 @@ func (c *Controller) readBlueGreen(ctx context.Context, ns, name string, annotat
 			annotations = p.Annotations
 		}
 	}
-	if bg.active, err = c.getService(ctx, ns, annotations, AnnotationActiveService); err != nil {
+	if bg.active, err = c.getService(ctx, ns, annotations, contract.AnnotationActiveService); err != nil {
 		return bg, err
 	}
-	if annotations[AnnotationPreviewService] != "" {
-		if bg.preview, err = c.getService(ctx, ns, annotations, AnnotationPreviewService); err != nil {
+	if annotations[contract.AnnotationPreviewService] != "" {
+		if bg.preview, err = c.getService(ctx, ns, annotations, contract.AnnotationPreviewService); err != nil {
 			return bg, err
 		}
 	}
@@ -130,7 +131,7 @@ func (c *Controller) syncBlueGreen(ctx context.Context, commit, subject string, 
 			if live != nil {
 				replicas = *live.Spec.Replicas
 			}
-			want = derived(git, git.Name+"-"+string(color), map[string]string{strategies.LabelColor: string(color)}, git.Spec.Template, replicas)
+			want = derived(git, git.Name+"-"+string(color), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, replicas)
 			if live != nil {
 				want.ObjectMeta = refresh(live, git).ObjectMeta
 			}
@@ -140,7 +141,7 @@ func (c *Controller) syncBlueGreen(ctx context.Context, commit, subject string, 
 		default:
 			continue
 		}
-		stamp(want, state.annotations(status), strategies.Role(annotationsOf(live)[AnnotationRole]))
+		stamp(want, state.annotations(status), strategies.Role(annotationsOf(live)[contract.AnnotationRole]))
 		if err := c.writeDeployment(ctx, live, want); err != nil {
 			return err
 		}
@@ -166,7 +167,7 @@ func annotationsOf(d *appsv1.Deployment) map[string]string {
 // bgTarget is the color a template of hash goes to (see
 // strategies.PlanBlueGreen).
 func bgTarget(hash string, bg *blueGreen) strategies.Color {
-	active := strategies.Color(bg.active.Spec.Selector[strategies.LabelColor])
+	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
 	switch {
 	case active != "" && strategies.LiveHash(annotatedTemplate(bg.deployment(active))) == hash:
 		return active
@@ -211,18 +212,18 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	desired := strategies.BlueGreenDesired{
 		Desired: strategies.Desired{Hash: recorded.Hash, Replicas: &replicas,
 			AutoRollback: autoRollback(primary.Annotations), Commit: recorded.Commit},
-		AutoPromote:    primary.Annotations[AnnotationAutoPromote] != "false",
+		AutoPromote:    primary.Annotations[contract.AnnotationAutoPromote] != "false",
 		ScaleDownDelay: delay,
 	}
 	legacy := bg.legacy
-	if legacy != nil && legacy.Annotations[AnnotationStrategy] == StrategyBlueGreen {
+	if legacy != nil && legacy.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
 		legacy = nil // not a rolling workload's Deployment
 	}
 	pods, err := c.colorPods(ctx, ns, name)
 	if err != nil {
 		return err
 	}
-	active := strategies.Color(bg.active.Spec.Selector[strategies.LabelColor])
+	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active, Pods: pods,
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
@@ -248,7 +249,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		want := live.DeepCopy()
 		stamp(want, annotations, plan.Roles[color])
 		if live == primary && clearNow {
-			delete(want.Annotations, AnnotationCommand)
+			delete(want.Annotations, contract.AnnotationCommand)
 		}
 		if n, ok := plan.Replicas[color]; ok {
 			if n < *live.Spec.Replicas && color == active && plan.Active != active {
@@ -271,17 +272,17 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 			if plan.Pending {
 				out.cmd = command{} // no Event until it acts
 			}
-			c.report(primary, StrategyBlueGreen, recorded, plan.Status, out)
+			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 		}
 	}
 	// 2. The swap: one selector patch per Service.
 	if plan.Active != "" {
-		if err := c.patchSelector(ctx, bg.active, strategies.LabelColor, string(plan.Active)); err != nil {
+		if err := c.patchSelector(ctx, bg.active, contract.LabelColor, string(plan.Active)); err != nil {
 			return err
 		}
 	}
 	if bg.preview != nil && plan.Preview != "" {
-		if err := c.patchSelector(ctx, bg.preview, strategies.LabelColor, string(plan.Preview)); err != nil {
+		if err := c.patchSelector(ctx, bg.preview, contract.LabelColor, string(plan.Preview)); err != nil {
 			return err
 		}
 	}
@@ -309,14 +310,14 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 // colorPods lists the pods of workload ns/name by color.
 func (c *Controller) colorPods(ctx context.Context, ns, name string) (map[strategies.Color][]strategies.Pod, error) {
 	list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{strategies.LabelWorkload: name}.String() + "," + strategies.LabelColor})
+		LabelSelector: labels.Set{contract.LabelWorkload: name}.String() + "," + contract.LabelColor})
 	if err != nil {
 		return nil, fmt.Errorf("list the pods of %s/%s: %w", ns, name, err)
 	}
 	pods := map[strategies.Color][]strategies.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		color := strategies.Color(p.Labels[strategies.LabelColor])
+		color := strategies.Color(p.Labels[contract.LabelColor])
 		pods[color] = append(pods[color], podState(p))
 	}
 	return pods, nil
@@ -327,7 +328,7 @@ func (c *Controller) colorPods(ctx context.Context, ns, name string) (map[strate
 // the first swap the Service selects no color and serves every color's
 // pods: scaling one down is then the plan's intent, not a race.
 func (c *Controller) stillServing(ctx context.Context, bg *blueGreen, d *appsv1.Deployment) bool {
-	if bg.active.Spec.Selector[strategies.LabelColor] == "" {
+	if bg.active.Spec.Selector[contract.LabelColor] == "" {
 		return false
 	}
 	served, err := c.servedBy(ctx, bg.ns, bg.active.Name, d.Name)
@@ -341,13 +342,13 @@ func (c *Controller) stillServing(ctx context.Context, bg *blueGreen, d *appsv1.
 // scaleDownDelay reads plimsoll.dev/scale-down-delay, DefaultScaleDownDelay
 // when absent.
 func scaleDownDelay(a map[string]string) (time.Duration, error) {
-	v, ok := a[AnnotationScaleDownDelay]
+	v, ok := a[contract.AnnotationScaleDownDelay]
 	if !ok {
 		return DefaultScaleDownDelay, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, &inputError{fmt.Sprintf("annotation %s: %q is not a duration like 30s or 5m", AnnotationScaleDownDelay, v)}
+		return 0, &inputError{fmt.Sprintf("annotation %s: %q is not a duration like 30s or 5m", contract.AnnotationScaleDownDelay, v)}
 	}
 	return d, nil
 }

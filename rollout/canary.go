@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -37,7 +38,7 @@ func (c *Controller) readCanary(ctx context.Context, ns, name string, annotation
 	if annotations == nil {
 		annotations = annotationsOf(cy.stable)
 	}
-	if cy.service, err = c.getService(ctx, ns, annotations, AnnotationService); err != nil {
+	if cy.service, err = c.getService(ctx, ns, annotations, contract.AnnotationService); err != nil {
 		return cy, nil, err
 	}
 	steps, err := canarySteps(annotations)
@@ -45,7 +46,7 @@ func (c *Controller) readCanary(ctx context.Context, ns, name string, annotation
 		return cy, nil, err
 	}
 	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{
-		strategies.LabelWorkload: name, strategies.LabelTrack: strategies.TrackCanary}.String()})
+		contract.LabelWorkload: name, contract.LabelTrack: contract.TrackCanary}.String()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the canary pods of %s/%s: %w", ns, name, err)
 	}
@@ -55,13 +56,13 @@ func (c *Controller) readCanary(ctx context.Context, ns, name string, annotation
 
 // canarySteps parses plimsoll.dev/steps, strategies.DefaultSteps when absent.
 func canarySteps(a map[string]string) ([]strategies.Step, error) {
-	v, ok := a[AnnotationSteps]
+	v, ok := a[contract.AnnotationSteps]
 	if !ok {
 		v = strategies.DefaultSteps
 	}
 	steps, err := strategies.ParseSteps(v)
 	if err != nil {
-		return nil, &inputError{fmt.Sprintf("annotation %s: %v", AnnotationSteps, err)}
+		return nil, &inputError{fmt.Sprintf("annotation %s: %v", contract.AnnotationSteps, err)}
 	}
 	return steps, nil
 }
@@ -98,7 +99,7 @@ func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git
 	var stable *appsv1.Deployment
 	if cy.stable == nil {
 		t := *git.Spec.Template.DeepCopy()
-		setLabel(&t.ObjectMeta, strategies.LabelServing, "true")
+		setLabel(&t.ObjectMeta, contract.LabelServing, "true")
 		stable = derived(git, git.Name, nil, t, state.Replicas)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	} else {
@@ -116,7 +117,7 @@ func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git
 		if live != nil {
 			replicas = *live.Spec.Replicas
 		}
-		want = derived(git, git.Name+"-canary", map[string]string{strategies.LabelTrack: strategies.TrackCanary}, git.Spec.Template, replicas)
+		want = derived(git, git.Name+"-canary", map[string]string{contract.LabelTrack: contract.TrackCanary}, git.Spec.Template, replicas)
 		if live != nil {
 			want.ObjectMeta = refresh(live, git).ObjectMeta
 		}
@@ -157,7 +158,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 	replicas := state.Replicas
 	observed := strategies.CanaryObserved{
 		Stable: cy.stable, Canary: cy.canary,
-		ServiceSelectsServing: cy.service.Spec.Selector[strategies.LabelServing] == "true",
+		ServiceSelectsServing: cy.service.Spec.Selector[contract.LabelServing] == "true",
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
 		Promote: cmd.promote, Abort: cmd.abort, Now: time.Now(),
 	}
@@ -184,25 +185,25 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 		}
 	}
 	if plan.SelectServing {
-		if err := c.patchSelector(ctx, cy.service, strategies.LabelServing, "true"); err != nil {
+		if err := c.patchSelector(ctx, cy.service, contract.LabelServing, "true"); err != nil {
 			return err
 		}
 	}
 
 	stable := cy.stable.DeepCopy()
 	stamp(stable, annotations, strategies.RoleStable)
-	delete(stable.Annotations, AnnotationCommand) // acted on in this write
+	delete(stable.Annotations, contract.AnnotationCommand) // acted on in this write
 	if plan.StableReplicas != nil {
 		stable.Spec.Replicas = plan.StableReplicas
 	}
 	switch plan.Stable {
 	case strategies.StableServing:
-		setLabel(&stable.Spec.Template.ObjectMeta, strategies.LabelServing, "true")
+		setLabel(&stable.Spec.Template.ObjectMeta, contract.LabelServing, "true")
 	case strategies.StablePromote:
 		if cy.canary != nil {
 			t := *cy.canary.Spec.Template.DeepCopy()
-			delete(t.Labels, strategies.LabelTrack)
-			setLabel(&t.ObjectMeta, strategies.LabelServing, "true")
+			delete(t.Labels, contract.LabelTrack)
+			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
 			stable.Spec.Template = strategies.Stamp(t)
 			// The stable Deployment's new ReplicaSet is the canary's
 			// commit in `kubectl rollout history`.
@@ -215,7 +216,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 	// The stable Deployment carries the status and took the command: report
 	// now, so that a failed write of the canary cannot lose the command's
 	// Event (the retry no longer sees the command).
-	c.report(cy.stable, StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+	c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
 		rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
 	if cy.canary != nil {
 		want := cy.canary.DeepCopy()
@@ -242,7 +243,7 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 		v = fmt.Sprintf("%q", *value)
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
-		strategies.LabelServing, v, AnnotationServed, v)
+		contract.LabelServing, v, contract.AnnotationServed, v)
 	_, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("label pod %s serving=%s: %w", pod, v, err)
@@ -253,9 +254,9 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 // podState is p as the planners see it.
 func podState(p *corev1.Pod) strategies.Pod {
 	ready, since := readiness(p)
-	serving := p.Labels[strategies.LabelServing] == "true"
+	serving := p.Labels[contract.LabelServing] == "true"
 	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
-		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[AnnotationServed] == "true"}
+		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
 }
 
 // readiness reports the pod's Ready condition and, when it is not Ready,

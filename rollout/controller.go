@@ -21,76 +21,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"plimsoll.dev/plimsoll/strategies"
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // Keys, values, reasons and defaults of the rollout controller.
 const (
-	// AnnotationStrategy names the strategy of a workload in Git: rolling
-	// (the default), blue-green or canary.
-	AnnotationStrategy = "plimsoll.dev/strategy"
-	// AnnotationAutoRollback, "false" in Git, keeps a failed revision in
-	// place instead of restoring the previous template.
-	AnnotationAutoRollback = "plimsoll.dev/auto-rollback"
-	// AnnotationCommand carries a command for the controller; it clears it
-	// once acted on.
-	AnnotationCommand = "plimsoll.dev/command"
-	// AnnotationActiveService, AnnotationPreviewService and
-	// AnnotationService name, on a workload in Git, the Services its
-	// strategy steers (blue-green's active and preview, canary's).
-	AnnotationActiveService  = "plimsoll.dev/active-service"
-	AnnotationPreviewService = "plimsoll.dev/preview-service"
-	AnnotationService        = "plimsoll.dev/service"
 	// AnnotationChangeCause is what `kubectl rollout history` lists; the
 	// controller sets it to "<short commit> <subject>".
 	AnnotationChangeCause = "kubernetes.io/change-cause"
-
-	// AnnotationAutoPromote, "false" in Git, holds a ready blue-green
-	// revision until a promote command.
-	AnnotationAutoPromote = "plimsoll.dev/auto-promote"
-	// AnnotationScaleDownDelay is how long the old blue-green color stays
-	// up after the swap (a Go duration).
-	AnnotationScaleDownDelay = "plimsoll.dev/scale-down-delay"
-	// AnnotationSteps holds the canary steps (see strategies.ParseSteps).
-	AnnotationSteps = "plimsoll.dev/steps"
-	// AnnotationRole is what a Deployment is to its workload (see
-	// strategies.Role).
-	AnnotationRole = "plimsoll.dev/role"
-	// AnnotationServed is "true" on a canary pod the controller labelled
-	// serving. A pod that has it without the serving label was taken out
-	// of traffic by hand: the controller leaves it out and labels another.
-	AnnotationServed = "plimsoll.dev/served"
-	// LabelSync names the sync that applied an object. The controller
-	// follows only the workloads of its own sync (Config.SyncName), so that
-	// two daemons of different syncs in one cluster leave each other's
-	// workloads alone.
-	LabelSync = "plimsoll.dev/sync"
-
-	// The controller's own state on the Deployments of a blue-green or
-	// canary workload, next to the status: what a restarted controller
-	// resumes from. AnnotationReplicas is the workload's size in Git (the
-	// Deployments' own counts move during a rollout); AnnotationStep is the
-	// canary step it is at, from 1, entered at AnnotationStepSince
-	// (RFC 3339); AnnotationScaleDownAt is when the blue-green color that
-	// lost traffic scales to zero; AnnotationPaused is "true" after a pause
-	// command.
-	AnnotationReplicas    = "plimsoll.dev/replicas"
-	AnnotationStep        = "plimsoll.dev/step"
-	AnnotationStepSince   = "plimsoll.dev/step-since"
-	AnnotationScaleDownAt = "plimsoll.dev/scale-down-at"
-	AnnotationPaused      = "plimsoll.dev/paused"
-
-	// Commands.
-	CommandPause   = "pause"
-	CommandResume  = "resume"
-	CommandRetry   = "retry"
-	CommandPromote = "promote"
-	CommandAbort   = "abort"
-
-	// Strategies. StrategyRolling is the default.
-	StrategyRolling   = "rolling"
-	StrategyBlueGreen = "blue-green"
-	StrategyCanary    = "canary"
 
 	// DefaultScaleDownDelay is how long the old blue-green color stays up
 	// without plimsoll.dev/scale-down-delay.
@@ -203,12 +141,12 @@ func New(cfg Config) *Controller {
 // watch sets up the informers of namespace ns (metav1.NamespaceAll: every
 // namespace) and their event handlers.
 func (c *Controller) watch(cfg Config, ns string) {
-	ours := strategies.LabelWorkload
+	ours := contract.LabelWorkload
 	if cfg.SyncName != "" {
-		ours += "," + LabelSync + "=" + cfg.SyncName
+		ours += "," + contract.LabelSync + "=" + cfg.SyncName
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = strategies.LabelWorkload }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelWorkload }))
 	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
 	// Services carry no workload label: they are watched unfiltered, and
@@ -335,7 +273,7 @@ func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
 // pod that turns ready or goes away moves the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
 	if m, err := meta.Accessor(obj); err == nil {
-		if name := m.GetLabels()[strategies.LabelWorkload]; name != "" {
+		if name := m.GetLabels()[contract.LabelWorkload]; name != "" {
 			c.queue.Add(m.GetNamespace() + "/" + name)
 		}
 	}
@@ -354,9 +292,9 @@ func (c *Controller) enqueueServiceUsers(obj any) {
 		return
 	}
 	for _, d := range deploys {
-		for _, key := range []string{AnnotationActiveService, AnnotationPreviewService, AnnotationService} {
+		for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
 			if d.Annotations[key] == m.GetName() {
-				c.queue.Add(d.Namespace + "/" + d.Labels[strategies.LabelWorkload])
+				c.queue.Add(d.Namespace + "/" + d.Labels[contract.LabelWorkload])
 				break
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -77,7 +78,7 @@ func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment
 	if err == nil {
 		return nil
 	}
-	if strategy := git.Annotations[AnnotationStrategy]; !isInputError(err) || (strategy != StrategyBlueGreen && strategy != StrategyCanary) {
+	if strategy := git.Annotations[contract.AnnotationStrategy]; !isInputError(err) || (strategy != contract.StrategyBlueGreen && strategy != contract.StrategyCanary) {
 		// A rolling workload's status is the rolling plan's to write; the
 		// refusal shows in the sync status.
 		return err
@@ -96,9 +97,9 @@ func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment
 // checkServices checks that the Services git's strategy steers exist, or
 // come with the commit (services).
 func (c *Controller) checkServices(ctx context.Context, git *appsv1.Deployment, services []string) error {
-	for _, key := range []string{AnnotationActiveService, AnnotationPreviewService, AnnotationService} {
+	for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
 		name := git.Annotations[key]
-		if name == "" || slices.Contains(services, name) || !steers(git.Annotations[AnnotationStrategy], key) {
+		if name == "" || slices.Contains(services, name) || !steers(git.Annotations[contract.AnnotationStrategy], key) {
 			continue
 		}
 		if _, err := c.getService(ctx, git.Namespace, git.Annotations, key); err != nil {
@@ -111,10 +112,10 @@ func (c *Controller) checkServices(ctx context.Context, git *appsv1.Deployment, 
 // steers reports whether strategy uses the Service named by annotation key.
 func steers(strategy, key string) bool {
 	switch key {
-	case AnnotationActiveService, AnnotationPreviewService:
-		return strategy == StrategyBlueGreen
-	case AnnotationService:
-		return strategy == StrategyCanary
+	case contract.AnnotationActiveService, contract.AnnotationPreviewService:
+		return strategy == contract.StrategyBlueGreen
+	case contract.AnnotationService:
+		return strategy == contract.StrategyCanary
 	}
 	return false
 }
@@ -122,16 +123,16 @@ func steers(strategy, key string) bool {
 // syncDeployment hands one Git Deployment to its strategy.
 func (c *Controller) syncDeployment(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
 	defer c.locks.lock(git.Namespace + "/" + git.Name)()
-	switch strategy := git.Annotations[AnnotationStrategy]; strategy {
-	case "", StrategyRolling:
+	switch strategy := git.Annotations[contract.AnnotationStrategy]; strategy {
+	case "", contract.StrategyRolling:
 		return c.syncRolling(ctx, commit, subject, git)
-	case StrategyBlueGreen:
+	case contract.StrategyBlueGreen:
 		return c.syncBlueGreen(ctx, commit, subject, git)
-	case StrategyCanary:
+	case contract.StrategyCanary:
 		return c.syncCanary(ctx, commit, subject, git)
 	default:
 		return fmt.Errorf("annotation %s: unknown strategy %q (want %s, %s or %s)",
-			AnnotationStrategy, strategy, StrategyRolling, StrategyBlueGreen, StrategyCanary)
+			contract.AnnotationStrategy, strategy, contract.StrategyRolling, contract.StrategyBlueGreen, contract.StrategyCanary)
 	}
 }
 
@@ -151,7 +152,7 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 			return err
 		}
 		list, err := c.client.AppsV1().ReplicaSets(git.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{strategies.LabelWorkload: git.Name}.String(),
+			LabelSelector: labels.Set{contract.LabelWorkload: git.Name}.String(),
 		})
 		if err != nil {
 			return fmt.Errorf("list the ReplicaSets: %w", err)
@@ -193,11 +194,11 @@ func (c *Controller) syncRolling(ctx context.Context, commit, subject string, gi
 	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	obj.Status = appsv1.DeploymentStatus{}
 	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
-	setLabel(&obj.ObjectMeta, strategies.LabelWorkload, git.Name)
+	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
 	for k, v := range plan.Status.Annotations() {
 		setAnnotation(&obj.ObjectMeta, k, v)
 	}
-	setAnnotation(&obj.ObjectMeta, AnnotationRole, string(strategies.RolePrimary))
+	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, string(strategies.RolePrimary))
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -49,14 +50,14 @@ var ErrWorkloadNotFound = errors.New("workload not found")
 // namespace) from the Deployments labelled plimsoll.dev/workload, sorted by
 // namespace and name.
 func ListWorkloads(ctx context.Context, client kubernetes.Interface, ns string) ([]Workload, error) {
-	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: strategies.LabelWorkload})
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload})
 	if err != nil {
 		return nil, fmt.Errorf("list the workloads' Deployments: %w", err)
 	}
 	groups := map[[2]string][]*appsv1.Deployment{}
 	for i := range list.Items {
 		d := &list.Items[i]
-		key := [2]string{d.Namespace, d.Labels[strategies.LabelWorkload]}
+		key := [2]string{d.Namespace, d.Labels[contract.LabelWorkload]}
 		groups[key] = append(groups[key], d)
 	}
 	var out []Workload
@@ -75,7 +76,7 @@ func ListWorkloads(ctx context.Context, client kubernetes.Interface, ns string) 
 // GetWorkload reads workload name of namespace ns; ErrWorkloadNotFound
 // when it has no Deployment.
 func GetWorkload(ctx context.Context, client kubernetes.Interface, ns, name string) (Workload, error) {
-	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: strategies.LabelWorkload + "=" + name})
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name})
 	if err != nil {
 		return Workload{}, fmt.Errorf("list the Deployments of workload %s: %w", name, err)
 	}
@@ -99,11 +100,11 @@ func describeWorkload(ns, name string, deploys []*appsv1.Deployment) (Workload, 
 	if len(deploys) == 0 {
 		return Workload{}, false
 	}
-	w := Workload{Namespace: ns, Name: name, Strategy: StrategyRolling}
+	w := Workload{Namespace: ns, Name: name, Strategy: contract.StrategyRolling}
 	var primary *appsv1.Deployment
 	best := int64(-1)
 	rank := func(d *appsv1.Deployment) int {
-		switch strategies.Role(d.Annotations[AnnotationRole]) {
+		switch strategies.Role(d.Annotations[contract.AnnotationRole]) {
 		case strategies.RolePrimary:
 			return 3
 		case strategies.RoleStable, strategies.RoleActive:
@@ -119,12 +120,12 @@ func describeWorkload(ns, name string, deploys []*appsv1.Deployment) (Workload, 
 		}
 	}
 	slices.Sort(w.Deployments)
-	switch strategies.Role(primary.Annotations[AnnotationRole]) {
+	switch strategies.Role(primary.Annotations[contract.AnnotationRole]) {
 	case strategies.RoleStable:
-		w.Strategy = StrategyCanary
+		w.Strategy = contract.StrategyCanary
 	case strategies.RoleActive, strategies.RolePreview, strategies.RoleIdle:
-		if primary.Labels[strategies.LabelColor] != "" || primary.Spec.Template.Labels[strategies.LabelColor] != "" {
-			w.Strategy = StrategyBlueGreen
+		if primary.Labels[contract.LabelColor] != "" || primary.Spec.Template.Labels[contract.LabelColor] != "" {
+			w.Strategy = contract.StrategyBlueGreen
 		}
 	}
 	st, _ := strategies.ReadStatus(primary.Annotations)
@@ -155,9 +156,9 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 		return "", err
 	}
 	sent := time.Now().Add(-time.Second)
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationCommand, cmd)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationCommand, cmd)
 	if _, err := client.AppsV1().Deployments(ns).Patch(ctx, w.Primary, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return "", fmt.Errorf("set %s=%s on Deployment %s: %w", AnnotationCommand, cmd, w.Primary, err)
+		return "", fmt.Errorf("set %s=%s on Deployment %s: %w", contract.AnnotationCommand, cmd, w.Primary, err)
 	}
 	var said string
 	var cleared time.Time
@@ -166,7 +167,7 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 		if err != nil {
 			return false, nil
 		}
-		if _, pending := d.Annotations[AnnotationCommand]; pending {
+		if _, pending := d.Annotations[contract.AnnotationCommand]; pending {
 			return false, nil
 		}
 		if cleared.IsZero() {
@@ -192,24 +193,24 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 
 // applies refuses a command that cannot apply to w as it is.
 func applies(w Workload, cmd string) error {
-	progressive := w.Strategy != StrategyRolling
+	progressive := w.Strategy != contract.StrategyRolling
 	switch cmd {
-	case CommandPromote, CommandAbort:
+	case contract.CommandPromote, contract.CommandAbort:
 		if !progressive {
 			return fmt.Errorf("%s applies to blue-green and canary workloads; %s is %s", cmd, w.Name, w.Strategy)
 		}
 		if w.Phase == string(strategies.PhaseHealthy) || w.Phase == string(strategies.PhaseDegraded) {
 			return fmt.Errorf("nothing to %s: %s is %s at revision %d", cmd, w.Name, w.Phase, w.Revision)
 		}
-	case CommandRetry:
+	case contract.CommandRetry:
 		if w.FailedHash == "" {
 			return fmt.Errorf("nothing to retry: %s has no failed revision", w.Name)
 		}
-	case CommandResume:
+	case contract.CommandResume:
 		if w.Phase != string(strategies.PhasePaused) {
 			return fmt.Errorf("nothing to resume: %s is %s, not Paused", w.Name, w.Phase)
 		}
-	case CommandPause:
+	case contract.CommandPause:
 	default:
 		return fmt.Errorf("unknown command %q (want promote, abort, retry, pause or resume)", cmd)
 	}
@@ -299,7 +300,7 @@ func TraceWorkload(ctx context.Context, client kubernetes.Interface, ns, name st
 		return Trace{}, err
 	}
 	tr := Trace{Workload: w}
-	selector := metav1.ListOptions{LabelSelector: strategies.LabelWorkload + "=" + name}
+	selector := metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name}
 	deploys, err := client.AppsV1().Deployments(ns).List(ctx, selector)
 	if err != nil {
 		return Trace{}, fmt.Errorf("list the Deployments of %s: %w", name, err)
@@ -314,7 +315,7 @@ func TraceWorkload(ctx context.Context, client kubernetes.Interface, ns, name st
 	}
 	services := map[string]bool{}
 	for _, d := range deploys.Items {
-		td := TraceDeployment{Name: d.Name, Role: d.Annotations[AnnotationRole], Desired: ptrValue(d.Spec.Replicas),
+		td := TraceDeployment{Name: d.Name, Role: d.Annotations[contract.AnnotationRole], Desired: ptrValue(d.Spec.Replicas),
 			Ready: d.Status.ReadyReplicas, Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
 		for _, rs := range rsets.Items {
 			owner := metav1.GetControllerOf(&rs)
@@ -326,7 +327,7 @@ func TraceWorkload(ctx context.Context, client kubernetes.Interface, ns, name st
 		}
 		slices.SortFunc(td.ReplicaSets, func(a, b TraceReplicaSet) int { return cmp.Compare(a.Name, b.Name) })
 		tr.Deployments = append(tr.Deployments, td)
-		for _, key := range []string{AnnotationActiveService, AnnotationPreviewService, AnnotationService} {
+		for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
 			if svc := d.Annotations[key]; svc != "" {
 				services[svc] = true
 			}
@@ -336,7 +337,7 @@ func TraceWorkload(ctx context.Context, client kubernetes.Interface, ns, name st
 	for _, p := range pods.Items {
 		ready, _ := readiness(&p)
 		tr.Pods = append(tr.Pods, TracePod{Name: p.Name, Image: firstImage(p.Spec), Ready: ready,
-			Serving: p.Labels[strategies.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil})
+			Serving: p.Labels[contract.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil})
 	}
 	slices.SortFunc(tr.Pods, func(a, b TracePod) int { return cmp.Compare(a.Name, b.Name) })
 	for _, svc := range slices.Sorted(maps.Keys(services)) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -103,7 +104,7 @@ func (m *Metrics) command(name string) {
 		return
 	}
 	switch name {
-	case CommandPromote, CommandAbort, CommandRetry, CommandPause, CommandResume:
+	case contract.CommandPromote, contract.CommandAbort, contract.CommandRetry, contract.CommandPause, contract.CommandResume:
 	default:
 		name = "unknown"
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -20,10 +21,10 @@ func TestMetricsObserve(t *testing.T) {
 	m := NewMetrics(reg)
 	t0 := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	rev2 := func(p strategies.Phase) strategies.Status { return strategies.Status{Phase: p, Revision: 2} }
-	m.observe("ns", "api", StrategyCanary, rev2(strategies.PhaseProgressing), t0)
-	m.observe("ns", "api", StrategyCanary, rev2(strategies.PhasePaused), t0.Add(10*time.Second))
-	m.observe("ns", "api", StrategyCanary, rev2(strategies.PhaseHealthy), t0.Add(45*time.Second))
-	m.observe("ns", "web", StrategyRolling, strategies.Status{Phase: strategies.PhaseHealthy, Revision: 7}, t0)
+	m.observe("ns", "api", contract.StrategyCanary, rev2(strategies.PhaseProgressing), t0)
+	m.observe("ns", "api", contract.StrategyCanary, rev2(strategies.PhasePaused), t0.Add(10*time.Second))
+	m.observe("ns", "api", contract.StrategyCanary, rev2(strategies.PhaseHealthy), t0.Add(45*time.Second))
+	m.observe("ns", "web", contract.StrategyRolling, strategies.Status{Phase: strategies.PhaseHealthy, Revision: 7}, t0)
 
 	want := `
 # HELP plimsoll_rollout_duration_seconds Time from a revision going out to Healthy or Degraded, by strategy and outcome.
@@ -55,16 +56,16 @@ plimsoll_rollout_duration_seconds_count{outcome="Healthy",strategy="canary"} 1
 	}{
 		{"api", "Healthy", 1}, {"api", "Progressing", 0}, {"api", "Paused", 0}, {"web", "Healthy", 1},
 	} {
-		strategy := map[string]string{"api": StrategyCanary, "web": StrategyRolling}[tc.workload]
+		strategy := map[string]string{"api": contract.StrategyCanary, "web": contract.StrategyRolling}[tc.workload]
 		if got := testutil.ToFloat64(m.phase.WithLabelValues("ns", tc.workload, strategy, tc.phase)); got != tc.want {
 			t.Errorf("phase %s of %s = %v, want %v", tc.phase, tc.workload, got, tc.want)
 		}
 	}
-	m.command(CommandPromote)
+	m.command(contract.CommandPromote)
 	m.command("restart")
 	if got := testutil.ToFloat64(m.commands.WithLabelValues("unknown")); got != 1 {
 		t.Errorf("unknown commands = %v, want 1", got)
 	}
 	var nilMetrics *Metrics
-	nilMetrics.observe("ns", "api", StrategyCanary, rev2(strategies.PhaseHealthy), t0) // records nothing, does not panic
+	nilMetrics.observe("ns", "api", contract.StrategyCanary, rev2(strategies.PhaseHealthy), t0) // records nothing, does not panic
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -25,9 +26,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	defer c.locks.lock(key)()
 	switch c.strategyOf(ns, name) {
-	case StrategyBlueGreen:
+	case contract.StrategyBlueGreen:
 		return c.reconcileBlueGreen(ctx, ns, name)
-	case StrategyCanary:
+	case contract.StrategyCanary:
 		return c.reconcileCanary(ctx, ns, name)
 	}
 	return c.reconcileRolling(ctx, key, ns, name)
@@ -43,15 +44,15 @@ func (c *Controller) strategyOf(ns, name string) string {
 		d = nil
 	}
 	if isPrimary(d) {
-		return StrategyRolling
+		return contract.StrategyRolling
 	}
 	if c.hasDeployment(ns, name, "-blue", "-green") {
-		return StrategyBlueGreen
+		return contract.StrategyBlueGreen
 	}
-	if d != nil && d.Annotations[AnnotationStrategy] == StrategyCanary {
-		return StrategyCanary
+	if d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyCanary {
+		return contract.StrategyCanary
 	}
-	return StrategyRolling
+	return contract.StrategyRolling
 }
 
 // hasDeployment reports whether the informer holds a Deployment named
@@ -77,7 +78,7 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 		return fmt.Errorf("read Deployment %s: %w", key, err)
 	}
 	live := cached.DeepCopy()
-	if strategy := live.Annotations[AnnotationStrategy]; strategy != "" && strategy != StrategyRolling {
+	if strategy := live.Annotations[contract.AnnotationStrategy]; strategy != "" && strategy != contract.StrategyRolling {
 		return nil // another strategy's Deployment
 	}
 	recorded, err := strategies.ReadStatus(live.Annotations)
@@ -87,11 +88,11 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 	if recorded.Hash == "" {
 		return nil // not written by the sink yet
 	}
-	if cmd := live.Annotations[AnnotationCommand]; cmd != "" {
+	if cmd := live.Annotations[contract.AnnotationCommand]; cmd != "" {
 		return c.command(ctx, live, recorded, cmd)
 	}
 
-	rsets, err := c.replicaSets(ns).List(labels.SelectorFromSet(labels.Set{strategies.LabelWorkload: name}))
+	rsets, err := c.replicaSets(ns).List(labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}))
 	if err != nil {
 		return fmt.Errorf("list ReplicaSets of %s: %w", key, err)
 	}
@@ -124,7 +125,7 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 	if _, err := c.client.AppsV1().Deployments(ns).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("write status of %s: %w", key, err)
 	}
-	c.report(updated, StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+	c.report(updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
 	return nil
 }
 
@@ -133,14 +134,14 @@ func (c *Controller) reconcileRolling(ctx context.Context, key, ns, name string)
 // hash so that the next sync starts the Git template again.
 func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
 	updated := live.DeepCopy()
-	delete(updated.Annotations, AnnotationCommand)
+	delete(updated.Annotations, contract.AnnotationCommand)
 	var did string
 	switch strings.TrimSpace(cmd) {
-	case CommandPause:
+	case contract.CommandPause:
 		updated.Spec.Paused, did = true, "paused"
-	case CommandResume:
+	case contract.CommandResume:
 		updated.Spec.Paused, did = false, "resumed"
-	case CommandRetry:
+	case contract.CommandRetry:
 		writeStatus(updated, strategies.Retry(recorded))
 		did = "cleared the failed template; the next sync rolls out the Git template again"
 	default:
@@ -157,8 +158,8 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 
 // writeStatus replaces the status annotations of d with s's.
 func writeStatus(d *appsv1.Deployment, s strategies.Status) {
-	for _, k := range []string{strategies.AnnotationPhase, strategies.AnnotationRevision, strategies.AnnotationTemplateHash,
-		strategies.AnnotationFailedHash, strategies.AnnotationCommit, strategies.AnnotationMessage} {
+	for _, k := range []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+		contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage} {
 		delete(d.Annotations, k)
 	}
 	for k, v := range s.Annotations() {
@@ -170,12 +171,12 @@ func writeStatus(d *appsv1.Deployment, s strategies.Status) {
 // hash (see strategies.Stamp).
 func workloadTemplate(t corev1.PodTemplateSpec, workload string) corev1.PodTemplateSpec {
 	t = *t.DeepCopy()
-	setLabel(&t.ObjectMeta, strategies.LabelWorkload, workload)
+	setLabel(&t.ObjectMeta, contract.LabelWorkload, workload)
 	return strategies.Stamp(t)
 }
 
 func autoRollback(annotations map[string]string) bool {
-	return annotations[AnnotationAutoRollback] != "false"
+	return annotations[contract.AnnotationAutoRollback] != "false"
 }
 
 // changeCause is "<short commit> <subject>", what kubectl rollout history

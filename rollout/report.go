@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -25,7 +26,7 @@ type outcome struct {
 // RolloutFailed (Warning) for a newly failed revision, PhaseChanged for any
 // other change of phase.
 func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, status strategies.Status, out outcome) {
-	name := obj.Labels[strategies.LabelWorkload]
+	name := obj.Labels[contract.LabelWorkload]
 	if name == "" {
 		name = obj.Name
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -33,9 +34,9 @@ import (
 // <name> that mean nothing to a rolling workload: its input keys, when Git
 // no longer sets them, and its state.
 var progressiveKeys = []string{
-	AnnotationStrategy, AnnotationActiveService, AnnotationPreviewService, AnnotationService,
-	AnnotationAutoPromote, AnnotationScaleDownDelay, AnnotationSteps,
-	AnnotationReplicas, AnnotationStep, AnnotationStepSince, AnnotationScaleDownAt, AnnotationPaused,
+	contract.AnnotationStrategy, contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService,
+	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
+	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
 }
 
 // retireFromRolling prepares the live Deployment <name> of a workload that
@@ -71,8 +72,8 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 		}
 	}
 	keep := map[string]string{}
-	if v := live.Spec.Template.Labels[strategies.LabelServing]; v != "" {
-		keep[strategies.LabelServing] = v
+	if v := live.Spec.Template.Labels[contract.LabelServing]; v != "" {
+		keep[contract.LabelServing] = v
 	}
 	return keep, nil
 }
@@ -88,7 +89,7 @@ func (c *Controller) retireProgressive(ctx context.Context, ns, name string) (bo
 		if err != nil {
 			return false, err
 		}
-		if d != nil && d.Labels[strategies.LabelWorkload] == name {
+		if d != nil && d.Labels[contract.LabelWorkload] == name {
 			left = append(left, d)
 		}
 	}
@@ -98,9 +99,9 @@ func (c *Controller) retireProgressive(ctx context.Context, ns, name string) (bo
 	// 1. Widen the Services: they select <name>'s pods from now on.
 	for _, d := range left {
 		for _, ref := range []struct{ annotation, key string }{
-			{AnnotationActiveService, strategies.LabelColor},
-			{AnnotationPreviewService, strategies.LabelColor},
-			{AnnotationService, strategies.LabelServing},
+			{contract.AnnotationActiveService, contract.LabelColor},
+			{contract.AnnotationPreviewService, contract.LabelColor},
+			{contract.AnnotationService, contract.LabelServing},
 		} {
 			if err := c.dropSelectorKey(ctx, ns, d.Annotations[ref.annotation], ref.key); err != nil {
 				return true, err
@@ -151,8 +152,8 @@ func (c *Controller) dropSelectorKey(ctx context.Context, ns, name, key string) 
 // unlabelCanaryPods removes the serving label from every canary pod of
 // workload ns/name.
 func (c *Controller) unlabelCanaryPods(ctx context.Context, ns, name string) error {
-	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: strategies.LabelWorkload + "=" + name +
-		"," + strategies.LabelTrack + "=" + strategies.TrackCanary + "," + strategies.LabelServing})
+	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name +
+		"," + contract.LabelTrack + "=" + contract.TrackCanary + "," + contract.LabelServing})
 	if err != nil {
 		return fmt.Errorf("list the canary pods of %s/%s: %w", ns, name, err)
 	}
@@ -186,12 +187,12 @@ func (c *Controller) latestStatus(ctx context.Context, ns, name string, recorded
 // isPrimary reports whether d is the Deployment of a rolling workload, as
 // syncRolling marks it.
 func isPrimary(d *appsv1.Deployment) bool {
-	return d != nil && d.Annotations[AnnotationRole] == string(strategies.RolePrimary)
+	return d != nil && d.Annotations[contract.AnnotationRole] == string(strategies.RolePrimary)
 }
 
 // setRole sets plimsoll.dev/role on d.
 func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role strategies.Role) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationRole, role)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationRole, role)
 	if _, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
@@ -226,7 +227,7 @@ func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployme
 		return nil, err
 	case st.FailedHash != "" && st.FailedHash == strategies.TemplateHash(git.Spec.Template):
 		serving.Spec.Template = *git.Spec.Template.DeepCopy()
-	case git.Annotations[AnnotationStrategy] != StrategyBlueGreen:
+	case git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen:
 		return nil, nil // its namesake, as it runs
 	}
 	return serving, nil
@@ -235,7 +236,7 @@ func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployme
 // servingAs returns the live Deployment that serves Git Deployment git
 // under Git's name: the active blue-green color, renamed, or the namesake.
 func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
-	if git.Annotations[AnnotationStrategy] != StrategyBlueGreen {
+	if git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
 		return c.getDeployment(ctx, git.Namespace, git.Name)
 	}
 	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
@@ -243,14 +244,14 @@ func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*ap
 		if err != nil {
 			return nil, err
 		}
-		if d == nil || d.Annotations[AnnotationRole] != string(strategies.RoleActive) {
+		if d == nil || d.Annotations[contract.AnnotationRole] != string(strategies.RoleActive) {
 			continue
 		}
 		d.Name = git.Name
 		if d.Spec.Selector != nil {
-			delete(d.Spec.Selector.MatchLabels, strategies.LabelColor)
+			delete(d.Spec.Selector.MatchLabels, contract.LabelColor)
 		}
-		delete(d.Spec.Template.Labels, strategies.LabelColor)
+		delete(d.Spec.Template.Labels, contract.LabelColor)
 		return d, nil
 	}
 	return nil, nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -28,9 +29,9 @@ import (
 // restarted controller resumes from. Anything else on a Deployment is Git's
 // or its own.
 var workloadKeys = []string{
-	strategies.AnnotationPhase, strategies.AnnotationRevision, strategies.AnnotationTemplateHash,
-	strategies.AnnotationFailedHash, strategies.AnnotationCommit, strategies.AnnotationMessage,
-	AnnotationReplicas, AnnotationStep, AnnotationStepSince, AnnotationScaleDownAt, AnnotationPaused,
+	contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage,
+	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
 }
 
 // workloadState is what the controller records on a progressive
@@ -48,15 +49,15 @@ type workloadState struct {
 // part afresh (a step from its beginning, a scale-down delay anew), which
 // is safe.
 func readState(a map[string]string) workloadState {
-	s := workloadState{Paused: a[AnnotationPaused] == "true"}
-	if n, err := strconv.ParseInt(a[AnnotationReplicas], 10, 32); err == nil && n >= 0 {
+	s := workloadState{Paused: a[contract.AnnotationPaused] == "true"}
+	if n, err := strconv.ParseInt(a[contract.AnnotationReplicas], 10, 32); err == nil && n >= 0 {
 		s.Replicas = int32(n)
 	}
-	if n, err := strconv.Atoi(a[AnnotationStep]); err == nil && n >= 1 {
+	if n, err := strconv.Atoi(a[contract.AnnotationStep]); err == nil && n >= 1 {
 		s.Step = n - 1
 	}
-	s.StepSince, _ = time.Parse(time.RFC3339, a[AnnotationStepSince])
-	s.ScaleDownAt, _ = time.Parse(time.RFC3339, a[AnnotationScaleDownAt])
+	s.StepSince, _ = time.Parse(time.RFC3339, a[contract.AnnotationStepSince])
+	s.ScaleDownAt, _ = time.Parse(time.RFC3339, a[contract.AnnotationScaleDownAt])
 	return s
 }
 
@@ -64,18 +65,18 @@ func readState(a map[string]string) workloadState {
 // empty values are left out (and so removed from the Deployments).
 func (s workloadState) annotations(st strategies.Status) map[string]string {
 	a := st.Annotations()
-	a[AnnotationReplicas] = strconv.Itoa(int(s.Replicas))
+	a[contract.AnnotationReplicas] = strconv.Itoa(int(s.Replicas))
 	if s.Step > 0 {
-		a[AnnotationStep] = strconv.Itoa(s.Step + 1)
+		a[contract.AnnotationStep] = strconv.Itoa(s.Step + 1)
 	}
 	if !s.StepSince.IsZero() {
-		a[AnnotationStepSince] = s.StepSince.UTC().Format(time.RFC3339)
+		a[contract.AnnotationStepSince] = s.StepSince.UTC().Format(time.RFC3339)
 	}
 	if !s.ScaleDownAt.IsZero() {
-		a[AnnotationScaleDownAt] = s.ScaleDownAt.UTC().Format(time.RFC3339)
+		a[contract.AnnotationScaleDownAt] = s.ScaleDownAt.UTC().Format(time.RFC3339)
 	}
 	if s.Paused {
-		a[AnnotationPaused] = "true"
+		a[contract.AnnotationPaused] = "true"
 	}
 	return a
 }
@@ -90,7 +91,7 @@ func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
 		setAnnotation(&d.ObjectMeta, k, v)
 	}
 	if role != "" {
-		setAnnotation(&d.ObjectMeta, AnnotationRole, string(role))
+		setAnnotation(&d.ObjectMeta, contract.AnnotationRole, string(role))
 	}
 }
 
@@ -107,17 +108,17 @@ func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadS
 	if primary == nil {
 		return command{}
 	}
-	cmd := command{name: strings.TrimSpace(primary.Annotations[AnnotationCommand])}
+	cmd := command{name: strings.TrimSpace(primary.Annotations[contract.AnnotationCommand])}
 	switch cmd.name {
-	case CommandPause:
+	case contract.CommandPause:
 		s.Paused = true
-	case CommandResume:
+	case contract.CommandResume:
 		s.Paused = false
-	case CommandRetry:
+	case contract.CommandRetry:
 		*st = strategies.Retry(*st)
-	case CommandPromote:
+	case contract.CommandPromote:
 		cmd.promote = true
-	case CommandAbort:
+	case contract.CommandAbort:
 		cmd.abort = true
 	}
 	return cmd
@@ -129,11 +130,11 @@ func (cmd command) describe(acted string) string {
 	switch {
 	case acted != "":
 		return acted
-	case cmd.name == CommandPause:
+	case cmd.name == contract.CommandPause:
 		return "paused"
-	case cmd.name == CommandResume:
+	case cmd.name == contract.CommandResume:
 		return "resumed"
-	case cmd.name == CommandRetry:
+	case cmd.name == contract.CommandRetry:
 		return "cleared the failed template; the Git template goes out again"
 	case cmd.promote:
 		return "nothing to promote"
@@ -180,7 +181,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 // clearCommand removes command cmd from Deployment d, unless the
 // annotation has changed since: a newer command is not the one acted on.
 func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd string) error {
-	path := "/metadata/annotations/" + strings.ReplaceAll(AnnotationCommand, "/", "~1")
+	path := "/metadata/annotations/" + strings.ReplaceAll(contract.AnnotationCommand, "/", "~1")
 	patch := fmt.Appendf(nil, `[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q}]`, path, cmd, path)
 	_, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
@@ -189,7 +190,7 @@ func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd
 		// answers a failed test with 422 Invalid).
 		return nil
 	}
-	return fmt.Errorf("clear %s=%s on Deployment %s: %w", AnnotationCommand, cmd, d.Name, err)
+	return fmt.Errorf("clear %s=%s on Deployment %s: %w", contract.AnnotationCommand, cmd, d.Name, err)
 }
 
 // derived returns the Deployment name of workload git, as Git describes it
@@ -207,7 +208,7 @@ func derived(git *appsv1.Deployment, name string, extra map[string]string, tmpl 
 		},
 		Spec: *git.Spec.DeepCopy(),
 	}
-	setLabel(&d.ObjectMeta, strategies.LabelWorkload, git.Name)
+	setLabel(&d.ObjectMeta, contract.LabelWorkload, git.Name)
 	d.Spec.Replicas = &replicas
 	sel := metav1.LabelSelector{MatchLabels: map[string]string{}}
 	if git.Spec.Selector != nil {
@@ -300,7 +301,7 @@ func PodOf(pod, deploy string) bool {
 func (c *Controller) getService(ctx context.Context, ns string, annotations map[string]string, key string) (*corev1.Service, error) {
 	name := annotations[key]
 	if name == "" {
-		return nil, &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", key, annotations[AnnotationStrategy])}
+		return nil, &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", key, annotations[contract.AnnotationStrategy])}
 	}
 	svc, err := c.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -346,12 +347,12 @@ func (c *Controller) markInvalid(ctx context.Context, err error, git map[string]
 		}
 		want := live.DeepCopy()
 		for k, v := range git {
-			if strings.HasPrefix(k, strategies.ControllerPrefix) && !slices.Contains(workloadKeys, k) && k != AnnotationStrategy {
+			if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(workloadKeys, k) && k != contract.AnnotationStrategy {
 				setAnnotation(&want.ObjectMeta, k, v)
 			}
 		}
-		setAnnotation(&want.ObjectMeta, strategies.AnnotationPhase, string(strategies.PhaseDegraded))
-		setAnnotation(&want.ObjectMeta, strategies.AnnotationMessage, err.Error())
+		setAnnotation(&want.ObjectMeta, contract.AnnotationPhase, string(strategies.PhaseDegraded))
+		setAnnotation(&want.ObjectMeta, contract.AnnotationMessage, err.Error())
 		if werr := c.writeDeployment(ctx, live, want); werr != nil {
 			return werr
 		}
@@ -394,36 +395,36 @@ func (c *Controller) settleInvalid(ns, name string, err error) error {
 // parses. The first problem is returned as an inputError naming the
 // annotation.
 func checkAnnotations(a map[string]string) error {
-	for _, key := range []string{AnnotationAutoRollback, AnnotationAutoPromote} {
+	for _, key := range []string{contract.AnnotationAutoRollback, contract.AnnotationAutoPromote} {
 		if v, ok := a[key]; ok && v != "true" && v != "false" {
 			return &inputError{fmt.Sprintf("annotation %s: %q is neither \"true\" nor \"false\"", key, v)}
 		}
 	}
-	switch strategy := a[AnnotationStrategy]; strategy {
-	case "", StrategyRolling:
+	switch strategy := a[contract.AnnotationStrategy]; strategy {
+	case "", contract.StrategyRolling:
 		return nil
-	case StrategyBlueGreen:
-		if a[AnnotationActiveService] == "" {
-			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", AnnotationActiveService, strategy)}
+	case contract.StrategyBlueGreen:
+		if a[contract.AnnotationActiveService] == "" {
+			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", contract.AnnotationActiveService, strategy)}
 		}
 		_, err := scaleDownDelay(a)
 		return err
-	case StrategyCanary:
-		if a[AnnotationService] == "" {
-			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", AnnotationService, strategy)}
+	case contract.StrategyCanary:
+		if a[contract.AnnotationService] == "" {
+			return &inputError{fmt.Sprintf("annotation %s: a Service name is required for strategy %q", contract.AnnotationService, strategy)}
 		}
 		_, err := canarySteps(a)
 		return err
 	default:
 		return &inputError{fmt.Sprintf("annotation %s: unknown strategy %q (want %s, %s or %s)",
-			AnnotationStrategy, strategy, StrategyRolling, StrategyBlueGreen, StrategyCanary)}
+			contract.AnnotationStrategy, strategy, contract.StrategyRolling, contract.StrategyBlueGreen, contract.StrategyCanary)}
 	}
 }
 
 // workloadDeployments names the Deployments a progressive workload runs
 // as: the colors for blue-green, <name> and <name>-canary for canary.
 func workloadDeployments(git *appsv1.Deployment) []string {
-	if git.Annotations[AnnotationStrategy] == StrategyBlueGreen {
+	if git.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
 		return []string{git.Name + "-blue", git.Name + "-green"}
 	}
 	return []string{git.Name, git.Name + "-canary"}

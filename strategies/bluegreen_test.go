@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // delay30s is the scale-down delay of the tests, the default of SPEC §3.
@@ -25,7 +27,7 @@ func blueGreenDesired(n int32, autoPromote bool) BlueGreenDesired {
 // template as plimsoll writes it.
 func colorDeploy(c Color, tmpl corev1.PodTemplateSpec, fs ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	return deployment(tmpl, append([]func(*appsv1.Deployment){
-		named("web-" + string(c)), withTemplateLabel(LabelColor, string(c))}, fs...)...)
+		named("web-" + string(c)), withTemplateLabel(contract.LabelColor, string(c))}, fs...)...)
 }
 
 // blueGreenCase is one PlanBlueGreen input: revision 4 of web with 4

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // CanaryDesired is what Git asks of a canary workload.
@@ -156,7 +158,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	case o.Stable == nil:
 		status.Phase, status.Message = PhaseProgressing, "creating the stable Deployment of "+revision
 		return plan
-	case o.Stable.Spec.Template.Labels[LabelServing] != "true":
+	case o.Stable.Spec.Template.Labels[contract.LabelServing] != "true":
 		// A workload that was rolling: its pods must carry the serving
 		// label before the Service selects by it.
 		plan.Stable = StableServing

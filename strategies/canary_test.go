@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // stepsOf parses a steps string the test knows to be good.
@@ -29,13 +31,13 @@ func canaryDesired(n int32, steps string) CanaryDesired {
 // stableDeploy is the stable Deployment web running tmpl, its template
 // labelled serving as plimsoll writes it.
 func stableDeploy(tmpl corev1.PodTemplateSpec, fs ...func(*appsv1.Deployment)) *appsv1.Deployment {
-	return deployment(tmpl, append([]func(*appsv1.Deployment){withTemplateLabel(LabelServing, "true")}, fs...)...)
+	return deployment(tmpl, append([]func(*appsv1.Deployment){withTemplateLabel(contract.LabelServing, "true")}, fs...)...)
 }
 
 // canaryDeploy is the Deployment web-canary running tmpl.
 func canaryDeploy(tmpl corev1.PodTemplateSpec, fs ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	return deployment(tmpl, append([]func(*appsv1.Deployment){
-		named("web-canary"), withTemplateLabel(LabelTrack, TrackCanary)}, fs...)...)
+		named("web-canary"), withTemplateLabel(contract.LabelTrack, contract.TrackCanary)}, fs...)...)
 }
 
 // Canary pods by state: starting (not Ready), ready (Ready, no label),

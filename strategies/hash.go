@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // TemplateHash returns the revision identity of a pod template: the first
@@ -66,7 +68,7 @@ func NormalizeTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	n := *t.DeepCopy()
 	n.ManagedFields = nil
 	maps.DeleteFunc(n.Labels, func(key, _ string) bool { return controllerLabel(key) })
-	maps.DeleteFunc(n.Annotations, func(key, _ string) bool { return strings.HasPrefix(key, ControllerPrefix) })
+	maps.DeleteFunc(n.Annotations, func(key, _ string) bool { return strings.HasPrefix(key, contract.Prefix) })
 	setPodSpecDefaults(&n.Spec)
 	canonicalize(reflect.ValueOf(&n).Elem())
 	return n
@@ -84,7 +86,7 @@ func Stamp(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	if stamped.Annotations == nil {
 		stamped.Annotations = map[string]string{}
 	}
-	stamped.Annotations[AnnotationTemplateHash] = TemplateHash(t)
+	stamped.Annotations[contract.AnnotationTemplateHash] = TemplateHash(t)
 	return stamped
 }
 
@@ -92,7 +94,7 @@ func Stamp(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 // template of a live Deployment or of a ReplicaSet): its stamp (see Stamp)
 // when it has one, else TemplateHash(t).
 func LiveHash(t corev1.PodTemplateSpec) string {
-	if stamp := t.Annotations[AnnotationTemplateHash]; stamp != "" {
+	if stamp := t.Annotations[contract.AnnotationTemplateHash]; stamp != "" {
 		return stamp
 	}
 	return TemplateHash(t)
@@ -102,7 +104,7 @@ func LiveHash(t corev1.PodTemplateSpec) string {
 // sets, not the user.
 func controllerLabel(key string) bool {
 	switch key {
-	case LabelWorkload, LabelColor, LabelServing, LabelTrack, LabelPodTemplateHash:
+	case contract.LabelWorkload, contract.LabelColor, contract.LabelServing, contract.LabelTrack, LabelPodTemplateHash:
 		return true
 	}
 	return false

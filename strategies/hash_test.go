@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // gitTemplate is a pod template as a user writes it in Git.
@@ -239,12 +241,12 @@ func TestTemplateHashIgnoresHowTheTemplateIsWritten(t *testing.T) {
 		{"cpu as 0.0999, rounded up to 100m", func(p *corev1.PodTemplateSpec) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("0.0999")
 		}},
-		{"controller label plimsoll.dev/workload", func(p *corev1.PodTemplateSpec) { p.Labels[LabelWorkload] = "web" }},
-		{"controller label plimsoll.dev/color", func(p *corev1.PodTemplateSpec) { p.Labels[LabelColor] = "green" }},
-		{"controller label plimsoll.dev/serving", func(p *corev1.PodTemplateSpec) { p.Labels[LabelServing] = "true" }},
+		{"controller label plimsoll.dev/workload", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelWorkload] = "web" }},
+		{"controller label plimsoll.dev/color", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelColor] = "green" }},
+		{"controller label plimsoll.dev/serving", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelServing] = "true" }},
 		{"label pod-template-hash", func(p *corev1.PodTemplateSpec) { p.Labels[LabelPodTemplateHash] = "5d9f8b7c4" }},
 		{"controller annotations", func(p *corev1.PodTemplateSpec) {
-			p.Annotations[AnnotationTemplateHash] = "7c4e1a2b9f"
+			p.Annotations[contract.AnnotationTemplateHash] = "7c4e1a2b9f"
 			p.Annotations["plimsoll.dev/anything"] = "x"
 		}},
 	}
@@ -368,14 +370,14 @@ func TestTemplateHashPullPolicyFollowsTheImageTag(t *testing.T) {
 
 func TestNormalizeTemplateLeavesItsArgumentAlone(t *testing.T) {
 	tmpl := parseTemplate(t, gitTemplate)
-	tmpl.Labels[LabelWorkload] = "web"
+	tmpl.Labels[contract.LabelWorkload] = "web"
 	before := tmpl.DeepCopy()
 	n := NormalizeTemplate(tmpl)
 	if !reflect.DeepEqual(&tmpl, before) {
 		t.Fatalf("NormalizeTemplate modified its argument")
 	}
-	if _, ok := n.Labels[LabelWorkload]; ok {
-		t.Errorf("normalized labels = %v, want no %s", n.Labels, LabelWorkload)
+	if _, ok := n.Labels[contract.LabelWorkload]; ok {
+		t.Errorf("normalized labels = %v, want no %s", n.Labels, contract.LabelWorkload)
 	}
 	if n.Spec.RestartPolicy != corev1.RestartPolicyAlways || n.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("normalized template lacks defaults: restartPolicy %q, imagePullPolicy %q",
@@ -391,10 +393,10 @@ func TestStampAndLiveHash(t *testing.T) {
 	hash := TemplateHash(git)
 
 	stamped := Stamp(git)
-	if got := stamped.Annotations[AnnotationTemplateHash]; got != hash {
+	if got := stamped.Annotations[contract.AnnotationTemplateHash]; got != hash {
 		t.Errorf("stamp = %q, want %s", got, hash)
 	}
-	if _, ok := git.Annotations[AnnotationTemplateHash]; ok {
+	if _, ok := git.Annotations[contract.AnnotationTemplateHash]; ok {
 		t.Errorf("Stamp modified its argument")
 	}
 	if got := TemplateHash(stamped); got != hash {

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // parseTemplate reads a pod template from YAML, as it would be written in Git.
@@ -47,7 +49,7 @@ const (
 // observed, 4 replicas all updated and available, rollout complete.
 func deployment(template corev1.PodTemplateSpec, opts ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	live := template.DeepCopy()
-	live.Labels[LabelWorkload] = "web"
+	live.Labels[contract.LabelWorkload] = "web"
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: webUID, Generation: 2},
 		Spec: appsv1.DeploymentSpec{
@@ -110,13 +112,13 @@ func withSpecReplicas(n int32) func(*appsv1.Deployment) {
 // annotations copied while it was the newest (plimsollRevision "": none).
 func replicaSet(name string, rev string, template corev1.PodTemplateSpec, plimsollRevision, commit string) *appsv1.ReplicaSet {
 	tmpl := template.DeepCopy()
-	tmpl.Labels[LabelWorkload] = "web"
+	tmpl.Labels[contract.LabelWorkload] = "web"
 	tmpl.Labels[LabelPodTemplateHash] = name[len("web-"):]
 	annotations := map[string]string{AnnotationDeploymentRevision: rev}
 	if plimsollRevision != "" {
-		annotations[AnnotationRevision] = plimsollRevision
-		annotations[AnnotationCommit] = commit
-		annotations[AnnotationTemplateHash] = TemplateHash(template)
+		annotations[contract.AnnotationRevision] = plimsollRevision
+		annotations[contract.AnnotationCommit] = commit
+		annotations[contract.AnnotationTemplateHash] = TemplateHash(template)
 	}
 	isController := true
 	return &appsv1.ReplicaSet{

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // Color is the color of one of the two Deployments of a blue-green
@@ -14,8 +16,8 @@ type Color string
 
 // The two colors of a blue-green workload.
 const (
-	ColorBlue  Color = "blue"
-	ColorGreen Color = "green"
+	ColorBlue  Color = contract.ColorBlue
+	ColorGreen Color = contract.ColorGreen
 )
 
 // Other returns the color that is not c; the other of no color is blue, the
@@ -54,18 +56,18 @@ type Role string
 // Roles of the Deployments of a workload.
 const (
 	// RolePrimary is the one Deployment of a rolling workload.
-	RolePrimary Role = "primary"
+	RolePrimary Role = contract.RolePrimary
 	// RoleActive is the blue-green color the active Service selects.
-	RoleActive Role = "active"
+	RoleActive Role = contract.RoleActive
 	// RolePreview is the blue-green color a new revision goes to.
-	RolePreview Role = "preview"
+	RolePreview Role = contract.RolePreview
 	// RoleIdle is the blue-green color that neither serves nor takes a
 	// revision: scaled to zero, or waiting for its scale-down delay.
-	RoleIdle Role = "idle"
+	RoleIdle Role = contract.RoleIdle
 	// RoleStable is the canary workload's Deployment <name>.
-	RoleStable Role = "stable"
+	RoleStable Role = contract.RoleStable
 	// RoleCanary is the canary workload's Deployment <name>-canary.
-	RoleCanary Role = "canary"
+	RoleCanary Role = contract.RoleCanary
 )
 
 // replicasOf is the desired replica count: Git's, or 1 when Git leaves it

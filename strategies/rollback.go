@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // Rollback is the restoration of a previous template after a revision
@@ -88,10 +90,10 @@ func newRollback(rs *appsv1.ReplicaSet, failedHash string) Rollback {
 	template := *rs.Spec.Template.DeepCopy()
 	delete(template.Labels, LabelPodTemplateHash)
 	rb := Rollback{Template: template, ReplicaSet: rs.Name, FailedHash: failedHash}
-	if rs.Annotations[AnnotationTemplateHash] == LiveHash(rs.Spec.Template) {
-		if n, err := strconv.ParseInt(rs.Annotations[AnnotationRevision], 10, 64); err == nil && n > 0 {
+	if rs.Annotations[contract.AnnotationTemplateHash] == LiveHash(rs.Spec.Template) {
+		if n, err := strconv.ParseInt(rs.Annotations[contract.AnnotationRevision], 10, 64); err == nil && n > 0 {
 			rb.Revision = n
-			rb.Commit = rs.Annotations[AnnotationCommit]
+			rb.Commit = rs.Annotations[contract.AnnotationCommit]
 		}
 	}
 	return rb

@@ -8,6 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // The web workload's templates: revision 1 and 3 ran fine, revision 4 never
@@ -60,7 +62,7 @@ func TestPlanRolling(t *testing.T) {
 	// rs3Contaminated was restored once already: the Deployment controller
 	// copied revision 4's status onto it.
 	rs3Contaminated := replicaSet("web-33333", "5", v3, "4", commitV4)
-	rs3Contaminated.Annotations[AnnotationTemplateHash] = h4
+	rs3Contaminated.Annotations[contract.AnnotationTemplateHash] = h4
 	rsBad := replicaSet("web-22222", "3", bad, "2", "2222222")
 	stampedAndMutated := Stamp(v4)
 	stampedAndMutated.Spec.Containers = append(stampedAndMutated.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "istio/proxyv2:1.24"})

@@ -3,6 +3,8 @@ package strategies
 import (
 	"fmt"
 	"strconv"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // Phase is the state of a workload's rollout, recorded in
@@ -39,21 +41,21 @@ type Status struct {
 // report it rather than plan from a guess.
 func ReadStatus(annotations map[string]string) (Status, error) {
 	s := Status{
-		Phase:      Phase(annotations[AnnotationPhase]),
-		Hash:       annotations[AnnotationTemplateHash],
-		FailedHash: annotations[AnnotationFailedHash],
-		Commit:     annotations[AnnotationCommit],
-		Message:    annotations[AnnotationMessage],
+		Phase:      Phase(annotations[contract.AnnotationPhase]),
+		Hash:       annotations[contract.AnnotationTemplateHash],
+		FailedHash: annotations[contract.AnnotationFailedHash],
+		Commit:     annotations[contract.AnnotationCommit],
+		Message:    annotations[contract.AnnotationMessage],
 	}
 	switch s.Phase {
 	case "", PhaseProgressing, PhasePaused, PhaseHealthy, PhaseDegraded:
 	default:
-		return Status{}, fmt.Errorf("read annotation %s: unknown phase %q", AnnotationPhase, s.Phase)
+		return Status{}, fmt.Errorf("read annotation %s: unknown phase %q", contract.AnnotationPhase, s.Phase)
 	}
-	if v, ok := annotations[AnnotationRevision]; ok {
+	if v, ok := annotations[contract.AnnotationRevision]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return Status{}, fmt.Errorf("read annotation %s: %q is not a non-negative integer", AnnotationRevision, v)
+			return Status{}, fmt.Errorf("read annotation %s: %q is not a non-negative integer", contract.AnnotationRevision, v)
 		}
 		s.Revision = n
 	}
@@ -71,14 +73,14 @@ func (s Status) Annotations() map[string]string {
 			a[key] = value
 		}
 	}
-	set(AnnotationPhase, string(s.Phase))
+	set(contract.AnnotationPhase, string(s.Phase))
 	if s.Revision > 0 {
-		set(AnnotationRevision, strconv.FormatInt(s.Revision, 10))
+		set(contract.AnnotationRevision, strconv.FormatInt(s.Revision, 10))
 	}
-	set(AnnotationTemplateHash, s.Hash)
-	set(AnnotationFailedHash, s.FailedHash)
-	set(AnnotationCommit, s.Commit)
-	set(AnnotationMessage, s.Message)
+	set(contract.AnnotationTemplateHash, s.Hash)
+	set(contract.AnnotationFailedHash, s.FailedHash)
+	set(contract.AnnotationCommit, s.Commit)
+	set(contract.AnnotationMessage, s.Message)
 	return a
 }
 

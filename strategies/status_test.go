@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 func TestReadStatus(t *testing.T) {
@@ -21,12 +23,12 @@ func TestReadStatus(t *testing.T) {
 		{
 			name: "every key",
 			annotations: map[string]string{
-				AnnotationPhase:        "Degraded",
-				AnnotationRevision:     "4",
-				AnnotationTemplateHash: "7c4e1a2b9f",
-				AnnotationFailedHash:   "7c4e1a2b9f",
-				AnnotationCommit:       commitV4,
-				AnnotationMessage:      "revision 4 failed: progress deadline exceeded after 10s; auto-rollback is off",
+				contract.AnnotationPhase:        "Degraded",
+				contract.AnnotationRevision:     "4",
+				contract.AnnotationTemplateHash: "7c4e1a2b9f",
+				contract.AnnotationFailedHash:   "7c4e1a2b9f",
+				contract.AnnotationCommit:       commitV4,
+				contract.AnnotationMessage:      "revision 4 failed: progress deadline exceeded after 10s; auto-rollback is off",
 			},
 			want: Status{
 				Phase: PhaseDegraded, Revision: 4, Hash: "7c4e1a2b9f", FailedHash: "7c4e1a2b9f", Commit: commitV4,
@@ -35,17 +37,17 @@ func TestReadStatus(t *testing.T) {
 		},
 		{
 			name:        "revision not a number",
-			annotations: map[string]string{AnnotationRevision: "four"},
+			annotations: map[string]string{contract.AnnotationRevision: "four"},
 			wantErr:     `read annotation plimsoll.dev/revision: "four" is not a non-negative integer`,
 		},
 		{
 			name:        "negative revision",
-			annotations: map[string]string{AnnotationRevision: "-1"},
+			annotations: map[string]string{contract.AnnotationRevision: "-1"},
 			wantErr:     "plimsoll.dev/revision",
 		},
 		{
 			name:        "unknown phase",
-			annotations: map[string]string{AnnotationPhase: "Succeeded"},
+			annotations: map[string]string{contract.AnnotationPhase: "Succeeded"},
 			wantErr:     `read annotation plimsoll.dev/phase: unknown phase "Succeeded"`,
 		},
 	}
@@ -78,8 +80,8 @@ func TestStatusAnnotationsRoundTrip(t *testing.T) {
 			name:   "healthy, nothing failed",
 			status: Status{Phase: PhaseHealthy, Revision: 3, Hash: "5d9f01c2aa", Commit: commitV3, Message: "4/4 available"},
 			want: map[string]string{
-				AnnotationPhase: "Healthy", AnnotationRevision: "3", AnnotationTemplateHash: "5d9f01c2aa",
-				AnnotationCommit: commitV3, AnnotationMessage: "4/4 available",
+				contract.AnnotationPhase: "Healthy", contract.AnnotationRevision: "3", contract.AnnotationTemplateHash: "5d9f01c2aa",
+				contract.AnnotationCommit: commitV3, contract.AnnotationMessage: "4/4 available",
 			},
 		},
 		{

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // parseStepsTest is one row of TestParseSteps; its inputs seed
@@ -105,7 +107,7 @@ func TestParseSteps(t *testing.T) {
 					t.Errorf("ParseSteps(%q) error %q does not contain %q", tt.in, err, fragment)
 				}
 			}
-			if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), ControllerPrefix) {
+			if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), contract.Prefix) {
 				t.Errorf("ParseSteps(%q) error %q: want one line without the annotation name", tt.in, err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -153,7 +154,7 @@ func (s *Syncer) Trigger() {
 func (s *Syncer) Ready() <-chan struct{} { return s.ready }
 
 // Run syncs at once, then every Interval, on Trigger or on a request on
-// the sync's ConfigMap (inventory.AnnotationRequestedAt), until ctx ends.
+// the sync's ConfigMap (contract.AnnotationRequestedAt), until ctx ends.
 // While syncs fail, the wait doubles from Interval up to MaxBackoff; the
 // first success returns it to Interval.
 func (s *Syncer) Run(ctx context.Context) error {
@@ -298,15 +299,15 @@ func (s *Syncer) hold(ctx context.Context, prev, fetched inventory.Status) (inve
 	case !held:
 		return inventory.Status{}, false, nil
 	case fetched.FetchedCommit == prev.Commit:
-		fetched.State = inventory.StateSynced
+		fetched.State = contract.SyncSynced
 		return fetched, true, nil
 	}
 	msg := fmt.Sprintf("commit %s held until %s: %s", short(fetched.FetchedCommit), until.Format(time.RFC3339), reason)
-	if prev.State != inventory.StateHeld || prev.Message != msg {
+	if prev.State != contract.SyncHeld || prev.Message != msg {
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonHeld, msg)
 		s.cfg.Log.Info("sync held", "sync", s.cfg.Name, "commit", short(fetched.FetchedCommit), "until", until, "reason", reason)
 	}
-	fetched.State, fetched.Message = inventory.StateHeld, msg
+	fetched.State, fetched.Message = contract.SyncHeld, msg
 	return fetched, true, fmt.Errorf("%w: %s", ErrHeld, msg)
 }
 
@@ -321,14 +322,14 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 		log.Info("pruned", "object", key.String())
 	}
 	s.cfg.Metrics.objects(changes, pruned)
-	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != inventory.StateSynced {
+	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
 			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, summary))
 		log.Info("sync applied", "summary", summary)
 	}
 	done := fetched
-	done.State, done.Commit = inventory.StateSynced, commit.Hash
+	done.State, done.Commit = contract.SyncSynced, commit.Hash
 	done.Message = fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items))
 	return done
 }
@@ -405,7 +406,7 @@ func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) in
 	if st.StaleSince == "" {
 		st.StaleSince = s.cfg.Clock.Now().UTC().Format(time.RFC3339)
 	}
-	st.State = inventory.StateFailed
+	st.State = contract.SyncFailed
 	st.Message = fmt.Sprintf("cannot read the source (stale since %s; still running %s): %v", st.StaleSince, shortOrNone(st.Commit), err)
 	s.report(ctx, st, err)
 	return st
@@ -415,7 +416,7 @@ func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) in
 // (or, for an apply error, not all of it), and nothing was pruned.
 func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
 	st := prev
-	st.State = inventory.StateFailed
+	st.State = contract.SyncFailed
 	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))
 	s.report(ctx, st, err)
 	return st

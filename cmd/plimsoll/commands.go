@@ -6,16 +6,17 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/rollout"
 )
 
 // commandHelp says what each rollout command does, for its --help.
 var commandHelp = map[string]string{
-	rollout.CommandPromote: "Promote a blue-green or canary rollout: swap now, or move on a step",
-	rollout.CommandAbort:   "Abort a blue-green or canary rollout: traffic back on the previous revision",
-	rollout.CommandRetry:   "Retry a failed revision: clear the failed hash so the Git template goes out again",
-	rollout.CommandPause:   "Pause a rollout where it is",
-	rollout.CommandResume:  "Resume a paused rollout",
+	contract.CommandPromote: "Promote a blue-green or canary rollout: swap now, or move on a step",
+	contract.CommandAbort:   "Abort a blue-green or canary rollout: traffic back on the previous revision",
+	contract.CommandRetry:   "Retry a failed revision: clear the failed hash so the Git template goes out again",
+	contract.CommandPause:   "Pause a rollout where it is",
+	contract.CommandResume:  "Resume a paused rollout",
 }
 
 // newRolloutCommands returns promote, abort, retry, pause and resume: each
@@ -23,7 +24,7 @@ var commandHelp = map[string]string{
 // what the controller did.
 func newRolloutCommands() []*cobra.Command {
 	var cmds []*cobra.Command
-	for _, name := range []string{rollout.CommandPromote, rollout.CommandAbort, rollout.CommandRetry, rollout.CommandPause, rollout.CommandResume} {
+	for _, name := range []string{contract.CommandPromote, contract.CommandAbort, contract.CommandRetry, contract.CommandPause, contract.CommandResume} {
 		o := &clusterOptions{}
 		cmd := &cobra.Command{
 			Use:   name + " WORKLOAD",

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -132,7 +133,7 @@ func (a *Applier) dryRun(ctx context.Context, items []*Item) error {
 		if err == nil {
 			return nil
 		}
-		if isImmutable(err) && it.Object.Obj.GetAnnotations()[AnnotationForce] == "true" {
+		if isImmutable(err) && it.Object.Obj.GetAnnotations()[contract.AnnotationForce] == "true" {
 			it.Action = ActionCreate
 			it.recreate = true
 			return nil
@@ -293,7 +294,7 @@ func rejection(it *Item, action string, err error) error {
 	}
 	reason := fmt.Sprintf("%s %s: %v", action, it.Key(), err)
 	if isImmutable(err) {
-		reason += fmt.Sprintf(" (set annotation %s: \"true\" on it to delete and recreate it)", AnnotationForce)
+		reason += fmt.Sprintf(" (set annotation %s: \"true\" on it to delete and recreate it)", contract.AnnotationForce)
 	}
 	return &manifest.Error{Origin: it.Object.Origin, Field: field, Reason: reason}
 }

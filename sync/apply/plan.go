@@ -21,25 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
 // Keys, labels and defaults of the applier.
 const (
-	// LabelSync carries the sync's name on every object it applied.
-	LabelSync = "plimsoll.dev/sync"
-	// AnnotationForce, "true" on an object in Git, lets the applier delete
-	// and recreate it when a change touches an immutable field.
-	AnnotationForce = "plimsoll.dev/force"
-	// AnnotationPrune, "disabled" on a live object, keeps it when it leaves
-	// Git.
-	AnnotationPrune = "plimsoll.dev/prune"
-	// pruneDisabled is the AnnotationPrune value that keeps an object.
-	pruneDisabled = "disabled"
-	// controllerPrefix starts the Service selector keys the rollout
-	// controller adds, which an apply keeps (see keepSelectorKeys).
-	controllerPrefix = "plimsoll.dev/"
 
 	// DefaultFieldManager is the server-side apply field manager.
 	DefaultFieldManager = "plimsoll"
@@ -74,7 +62,7 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// Mapper maps kinds to resources; reset after CRDs are applied.
 	Mapper meta.ResettableRESTMapper
-	// SyncName is set as the LabelSync value on every applied object.
+	// SyncName is set as the contract.LabelSync value on every applied object.
 	SyncName string
 	// FieldManager defaults to DefaultFieldManager.
 	FieldManager string
@@ -149,7 +137,7 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[LabelSync] = a.cfg.SyncName
+		labels[contract.LabelSync] = a.cfg.SyncName
 		obj.Obj.SetLabels(labels)
 		hash, err := Hash(obj.Obj.Object)
 		if err != nil {
@@ -220,7 +208,7 @@ func (a *Applier) readLive(ctx context.Context, items []*Item) (map[manifest.Key
 		}
 		scopes[s] = true
 	}
-	selector := metav1.ListOptions{LabelSelector: LabelSync + "=" + a.cfg.SyncName}
+	selector := metav1.ListOptions{LabelSelector: contract.LabelSync + "=" + a.cfg.SyncName}
 	live := map[manifest.Key]*unstructured.Unstructured{}
 	for s := range scopes {
 		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.gvr)
@@ -284,7 +272,7 @@ func keepSelectorKeys(it *Item) {
 	}
 	changed := false
 	for k, v := range live {
-		if _, set := want[k]; !set && strings.HasPrefix(k, controllerPrefix) {
+		if _, set := want[k]; !set && strings.HasPrefix(k, contract.Prefix) {
 			want[k], changed = v, true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -89,7 +90,7 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry) (Action, erro
 // prunable reports whether a prune may delete live: it still carries the
 // sync's label and no plimsoll.dev/prune: disabled.
 func prunable(live *unstructured.Unstructured, syncName string) bool {
-	return live.GetLabels()[LabelSync] == syncName && live.GetAnnotations()[AnnotationPrune] != pruneDisabled
+	return live.GetLabels()[contract.LabelSync] == syncName && live.GetAnnotations()[contract.AnnotationPrune] != contract.PruneDisabled
 }
 
 // liveEntry reads the live object of an inventory entry and returns the

@@ -17,31 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
-// Keys and names of the sync record.
+// Keys and names of the sync record (its plimsoll.dev/ keys are in
+// package contract).
 const (
-	// NamePrefix starts the name of every sync's ConfigMap:
-	// plimsoll-sync-<sync name>.
-	NamePrefix = "plimsoll-sync-"
-
-	// AnnotationStatus holds Synced, Failed or Held.
-	AnnotationStatus = "plimsoll.dev/sync-status"
-	// AnnotationCommit is the last commit applied in full.
-	AnnotationCommit = "plimsoll.dev/commit"
-	// AnnotationFetchedCommit is the last commit fetched from the remote.
-	AnnotationFetchedCommit = "plimsoll.dev/fetched-commit"
-	// AnnotationMessage is one human line about the last sync.
-	AnnotationMessage = "plimsoll.dev/message"
-	// AnnotationStaleSince is set while the source cannot be read: the time
-	// (RFC 3339) of the first failure, so users see how stale the cluster is.
-	AnnotationStaleSince = "plimsoll.dev/stale-since"
-
 	// LabelManagedBy marks the ConfigMap as plimsoll's.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelSyncName carries the sync's name on its ConfigMap.
-	LabelSyncName = "plimsoll.dev/sync"
 
 	// DataInventory is the data key of the inventory: one applied object a
 	// line, "<hash> <apiVersion> <kind> <namespace or -> <name>", sorted.
@@ -49,13 +33,6 @@ const (
 
 	managedBy   = "plimsoll"
 	noNamespace = "-"
-)
-
-// States of a sync.
-const (
-	StateSynced = "Synced"
-	StateFailed = "Failed"
-	StateHeld   = "Held"
 )
 
 // Entry is one object the sync applied.
@@ -105,7 +82,7 @@ type Store struct {
 
 // NewStore returns the store of sync syncName, kept in namespace.
 func NewStore(client kubernetes.Interface, namespace, syncName string) *Store {
-	return &Store{client: client, namespace: namespace, name: NamePrefix + syncName, syncName: syncName}
+	return &Store{client: client, namespace: namespace, name: contract.NamePrefix + syncName, syncName: syncName}
 }
 
 // Object names the ConfigMap, for Events about the sync.
@@ -158,7 +135,7 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels[LabelManagedBy] = managedBy
-	cm.Labels[LabelSyncName] = syncName
+	cm.Labels[contract.LabelSync] = syncName
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
@@ -169,11 +146,11 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 		}
 		cm.Annotations[key] = value
 	}
-	set(AnnotationStatus, rec.Status.State)
-	set(AnnotationCommit, rec.Status.Commit)
-	set(AnnotationFetchedCommit, rec.Status.FetchedCommit)
-	set(AnnotationMessage, rec.Status.Message)
-	set(AnnotationStaleSince, rec.Status.StaleSince)
+	set(contract.AnnotationSyncStatus, rec.Status.State)
+	set(contract.AnnotationCommit, rec.Status.Commit)
+	set(contract.AnnotationFetchedCommit, rec.Status.FetchedCommit)
+	set(contract.AnnotationMessage, rec.Status.Message)
+	set(contract.AnnotationStaleSince, rec.Status.StaleSince)
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
@@ -183,11 +160,11 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 func decode(cm *corev1.ConfigMap) (Record, error) {
 	a := cm.Annotations
 	rec := Record{Status: Status{
-		State:         a[AnnotationStatus],
-		Commit:        a[AnnotationCommit],
-		FetchedCommit: a[AnnotationFetchedCommit],
-		Message:       a[AnnotationMessage],
-		StaleSince:    a[AnnotationStaleSince],
+		State:         a[contract.AnnotationSyncStatus],
+		Commit:        a[contract.AnnotationCommit],
+		FetchedCommit: a[contract.AnnotationFetchedCommit],
+		Message:       a[contract.AnnotationMessage],
+		StaleSince:    a[contract.AnnotationStaleSince],
 	}}
 	inv, err := ParseInventory(cm.Data[DataInventory])
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -45,7 +46,7 @@ func TestSaveSkipsUnchangedRecord(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	store := NewStore(client, "plimsoll", "default")
-	rec := Record{Status: Status{State: StateSynced, Commit: "abc", FetchedCommit: "abc", Message: "applied"}, Inventory: Inventory{}}
+	rec := Record{Status: Status{State: contract.SyncSynced, Commit: "abc", FetchedCommit: "abc", Message: "applied"}, Inventory: Inventory{}}
 
 	wrote, err := store.Save(ctx, rec)
 	if err != nil || !wrote {
@@ -77,7 +78,7 @@ func TestSaveSkipsUnchangedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Annotations[AnnotationStatus] != StateSynced || cm.Labels[LabelSyncName] != "default" {
+	if cm.Annotations[contract.AnnotationSyncStatus] != contract.SyncSynced || cm.Labels[contract.LabelSync] != "default" {
 		t.Errorf("ConfigMap annotations %v labels %v", cm.Annotations, cm.Labels)
 	}
 }

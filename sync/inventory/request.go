@@ -12,19 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
-// AnnotationRequestedAt on the sync's ConfigMap asks for a sync out of
-// turn: whoever changes its value (a replica that received a push webhook
-// but does not sync, or a user with kubectl annotate) makes the syncing
-// replica sync at once. The value is free text; a time is customary.
-const AnnotationRequestedAt = "plimsoll.dev/requested-at"
-
 // Request asks the syncing replica for a sync now, by setting
-// AnnotationRequestedAt to at. A sync that has no record yet is about to
+// contract.AnnotationRequestedAt to at. A sync that has no record yet is about to
 // run its first sync anyway: nothing is written then.
 func (s *Store) Request(ctx context.Context, at time.Time) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationRequestedAt, at.UTC().Format(time.RFC3339Nano))
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationRequestedAt, at.UTC().Format(time.RFC3339Nano))
 	_, err := s.client.CoreV1().ConfigMaps(s.namespace).Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: managedBy})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("request a sync on %s/%s: %w", s.namespace, s.name, err)
@@ -32,7 +28,7 @@ func (s *Store) Request(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// WatchRequests calls notify each time AnnotationRequestedAt of the sync's
+// WatchRequests calls notify each time contract.AnnotationRequestedAt of the sync's
 // ConfigMap takes a new value, until ctx ends. The value it finds first,
 // and the ConfigMap's creation by the first Save, are not requests.
 func (s *Store) WatchRequests(ctx context.Context, notify func()) {
@@ -43,7 +39,7 @@ func (s *Store) WatchRequests(ctx context.Context, notify func()) {
 	informer := factory.Core().V1().ConfigMaps().Informer()
 	requested := func(obj any) string {
 		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == s.name {
-			return cm.Annotations[AnnotationRequestedAt]
+			return cm.Annotations[contract.AnnotationRequestedAt]
 		}
 		return ""
 	}

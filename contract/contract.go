@@ -1,0 +1,203 @@
+// Package contract is the plimsoll.dev/ contract in one place: every label
+// and annotation key plimsoll reads or writes, the values they take
+// (strategies, commands, roles, colors, phases, sync states), and the
+// suffixes of the Deployments a workload runs as. Users set some of them in
+// Git, read others with kubectl, and every package of plimsoll uses these
+// names rather than string literals.
+//
+// The package holds constants only; it imports nothing, so the pure
+// planners in strategies may use it too.
+package contract
+
+// Prefix starts every label and annotation key plimsoll owns. Pod
+// template annotations with this prefix never count in a template's hash,
+// and Service selector keys with it are the rollout controller's.
+const Prefix = "plimsoll.dev/"
+
+// Input annotations: set by users on a Deployment in Git (SPEC §3).
+const (
+	// AnnotationStrategy names the strategy of a workload: StrategyRolling
+	// (the default), StrategyBlueGreen or StrategyCanary.
+	AnnotationStrategy = "plimsoll.dev/strategy"
+	// AnnotationAutoRollback, "false", keeps a failed revision in place
+	// instead of restoring the previous template. Default "true".
+	AnnotationAutoRollback = "plimsoll.dev/auto-rollback"
+	// AnnotationActiveService names the Service a blue-green workload
+	// steers to its active color (required for blue-green).
+	AnnotationActiveService = "plimsoll.dev/active-service"
+	// AnnotationPreviewService names the Service a blue-green workload
+	// steers to the color its newest revision runs on (optional).
+	AnnotationPreviewService = "plimsoll.dev/preview-service"
+	// AnnotationAutoPromote, "false", holds a ready blue-green revision
+	// until a promote command. Default "true".
+	AnnotationAutoPromote = "plimsoll.dev/auto-promote"
+	// AnnotationScaleDownDelay is how long the old blue-green color stays
+	// up after the swap, a Go duration. Default 30s.
+	AnnotationScaleDownDelay = "plimsoll.dev/scale-down-delay"
+	// AnnotationService names the Service a canary workload steers with
+	// the serving label (required for canary).
+	AnnotationService = "plimsoll.dev/service"
+	// AnnotationSteps holds the canary steps, e.g. "25%, pause 30s, 100%".
+	AnnotationSteps = "plimsoll.dev/steps"
+	// AnnotationForce, "true" on an object in Git, lets the sync delete and
+	// recreate it when a change touches an immutable field.
+	AnnotationForce = "plimsoll.dev/force"
+	// AnnotationPrune, PruneDisabled on a live object, keeps it when it
+	// leaves Git.
+	AnnotationPrune = "plimsoll.dev/prune"
+	// PruneDisabled is the AnnotationPrune value that keeps an object.
+	PruneDisabled = "disabled"
+)
+
+// Status annotations: written by plimsoll on every Deployment of a
+// workload (SPEC §3).
+const (
+	// AnnotationPhase holds the workload's phase: PhaseProgressing,
+	// PhasePaused, PhaseHealthy or PhaseDegraded.
+	AnnotationPhase = "plimsoll.dev/phase"
+	// AnnotationRevision holds the revision number: 1 for the first
+	// template, +1 each time the Git pod template hash changes.
+	AnnotationRevision = "plimsoll.dev/revision"
+	// AnnotationTemplateHash holds, on a Deployment, the hash of the desired
+	// pod template as written in Git; on a pod template the controller
+	// wrote, the hash of that template itself.
+	AnnotationTemplateHash = "plimsoll.dev/template-hash"
+	// AnnotationCommit holds the Git commit the desired state came from. On
+	// the sync's ConfigMap: the last commit applied in full.
+	AnnotationCommit = "plimsoll.dev/commit"
+	// AnnotationMessage holds one human line about the rollout (on a
+	// Deployment) or the last sync (on the sync's ConfigMap).
+	AnnotationMessage = "plimsoll.dev/message"
+	// AnnotationFailedHash holds the template hash that failed; a revision
+	// with that hash is not started until Git changes it or a retry.
+	AnnotationFailedHash = "plimsoll.dev/failed-hash"
+	// AnnotationRole is what a Deployment is to its workload: RolePrimary,
+	// RoleActive, RolePreview, RoleIdle, RoleStable or RoleCanary.
+	AnnotationRole = "plimsoll.dev/role"
+	// AnnotationCommand carries a command (CommandPromote, ...) on the
+	// workload's primary Deployment; the controller clears it once acted
+	// on.
+	AnnotationCommand = "plimsoll.dev/command"
+)
+
+// The rollout controller's own state on the Deployments of a blue-green or
+// canary workload, next to the status: what a restarted controller resumes
+// from.
+const (
+	// AnnotationReplicas is the workload's size in Git; the Deployments'
+	// own counts move during a rollout.
+	AnnotationReplicas = "plimsoll.dev/replicas"
+	// AnnotationStep is the canary step the rollout is at, from 1.
+	AnnotationStep = "plimsoll.dev/step"
+	// AnnotationStepSince is when the rollout entered that step (RFC 3339).
+	AnnotationStepSince = "plimsoll.dev/step-since"
+	// AnnotationScaleDownAt is when the blue-green color that lost traffic
+	// scales to zero (RFC 3339).
+	AnnotationScaleDownAt = "plimsoll.dev/scale-down-at"
+	// AnnotationPaused is "true" after a pause command.
+	AnnotationPaused = "plimsoll.dev/paused"
+	// AnnotationServed is "true" on a canary pod the controller labelled
+	// serving. A pod that has it without the serving label was taken out of
+	// traffic by hand: the controller leaves it out and labels another.
+	AnnotationServed = "plimsoll.dev/served"
+)
+
+// Labels.
+const (
+	// LabelWorkload names the workload a Deployment and its pod template
+	// belong to.
+	LabelWorkload = "plimsoll.dev/workload"
+	// LabelSync names the sync that applied an object; the sync lists its
+	// objects by it, and the rollout controller follows only the workloads
+	// of its own sync.
+	LabelSync = "plimsoll.dev/sync"
+	// LabelColor is ColorBlue or ColorGreen on the two Deployments of a
+	// blue-green workload, their pod templates, and the Services' selectors.
+	LabelColor = "plimsoll.dev/color"
+	// LabelServing is "true" on the pods of a canary workload that receive
+	// traffic, and in the canary Service's selector.
+	LabelServing = "plimsoll.dev/serving"
+	// LabelTrack is TrackCanary on the canary Deployment of a canary
+	// workload, in its selector and template, so that it never selects the
+	// stable Deployment's pods.
+	LabelTrack = "plimsoll.dev/track"
+	// TrackCanary is the value of LabelTrack.
+	TrackCanary = "canary"
+)
+
+// The sync's record: ConfigMap NamePrefix+<sync name> in the status
+// namespace.
+const (
+	// NamePrefix starts the name of every sync's ConfigMap.
+	NamePrefix = "plimsoll-sync-"
+	// AnnotationSyncStatus holds SyncSynced, SyncFailed or SyncHeld.
+	AnnotationSyncStatus = "plimsoll.dev/sync-status"
+	// AnnotationFetchedCommit is the last commit fetched from the remote.
+	AnnotationFetchedCommit = "plimsoll.dev/fetched-commit"
+	// AnnotationStaleSince is set while the source cannot be read: the time
+	// (RFC 3339) of the first failure.
+	AnnotationStaleSince = "plimsoll.dev/stale-since"
+	// AnnotationRequestedAt asks for a sync out of turn: whoever changes
+	// its value makes the syncing replica sync at once.
+	AnnotationRequestedAt = "plimsoll.dev/requested-at"
+
+	// The values of AnnotationSyncStatus.
+	SyncSynced = "Synced"
+	SyncFailed = "Failed"
+	SyncHeld   = "Held"
+)
+
+// Strategies, the values of AnnotationStrategy.
+const (
+	StrategyRolling   = "rolling"
+	StrategyBlueGreen = "blue-green"
+	StrategyCanary    = "canary"
+)
+
+// Commands, the values of AnnotationCommand.
+const (
+	CommandPromote = "promote"
+	CommandAbort   = "abort"
+	CommandRetry   = "retry"
+	CommandPause   = "pause"
+	CommandResume  = "resume"
+)
+
+// Phases, the values of AnnotationPhase.
+const (
+	PhaseProgressing = "Progressing"
+	PhasePaused      = "Paused"
+	PhaseHealthy     = "Healthy"
+	PhaseDegraded    = "Degraded"
+)
+
+// Roles, the values of AnnotationRole.
+const (
+	// RolePrimary is the one Deployment of a rolling workload.
+	RolePrimary = "primary"
+	// RoleActive is the blue-green color the active Service selects.
+	RoleActive = "active"
+	// RolePreview is the blue-green color a new revision goes to.
+	RolePreview = "preview"
+	// RoleIdle is the blue-green color that neither serves nor takes a
+	// revision.
+	RoleIdle = "idle"
+	// RoleStable is the canary workload's Deployment <name>.
+	RoleStable = "stable"
+	// RoleCanary is the canary workload's Deployment <name>-canary.
+	RoleCanary = "canary"
+)
+
+// Colors, the values of LabelColor.
+const (
+	ColorBlue  = "blue"
+	ColorGreen = "green"
+)
+
+// Suffixes of the Deployments a workload <name> runs as besides <name>:
+// <name>-blue and <name>-green (blue-green), <name>-canary (canary).
+const (
+	SuffixBlue   = "-" + ColorBlue
+	SuffixGreen  = "-" + ColorGreen
+	SuffixCanary = "-canary"
+)
