@@ -1,7 +1,8 @@
 // Package contract is the plimsoll.dev/ contract in one place: every label
 // and annotation key plimsoll reads or writes, the values they take
-// (strategies, commands, roles, colors, phases, sync states), and the
-// suffixes of the Deployments a workload runs as. Users set some of them in
+// (strategies, commands, roles, colors, phases, sync states), the
+// suffixes of the Deployments a workload runs as, and the reason of the
+// Event the CLI reads back after a command. Users set some of them in
 // Git, read others with kubectl, and every package of plimsoll uses these
 // names rather than string literals.
 //
@@ -161,6 +162,15 @@ const (
 	CommandRetry   = "retry"
 	CommandPause   = "pause"
 	CommandResume  = "resume"
+)
+
+// Event reasons the CLI reads.
+const (
+	// ReasonCommand is the reason of the Event the rollout controller
+	// records on a workload's primary Deployment once it has acted on a
+	// command; the Event's message starts with the command, e.g.
+	// "promote: ...".
+	ReasonCommand = "Command"
 )
 
 // Phases, the values of AnnotationPhase.

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/rollout"
+	"plimsoll.dev/plimsoll/workload"
 )
 
 // commandHelp says what each rollout command does, for its --help.
@@ -31,7 +31,7 @@ func newRolloutCommands() []*cobra.Command {
 			Short: commandHelp[name],
 			Args:  cobra.ExactArgs(1),
 			RunE: o.runE(func(cmd *cobra.Command, args []string, client kubernetes.Interface, ns string) error {
-				said, err := rollout.SendCommand(cmd.Context(), client, ns, args[0], name)
+				said, err := workload.SendCommand(cmd.Context(), client, ns, args[0], name)
 				if err != nil {
 					return err
 				}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
-	"plimsoll.dev/plimsoll/rollout"
 	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/workload"
 )
 
 // reachTimeout bounds the first call to the cluster, so that an
@@ -71,8 +71,8 @@ func (o *clusterOptions) runE(fn func(cmd *cobra.Command, args []string, client 
 
 // statusReport is what `plimsoll status -o json` prints.
 type statusReport struct {
-	Workloads []rollout.Workload `json:"workloads"`
-	Sync      *syncReport        `json:"sync"`
+	Workloads []workload.Workload `json:"workloads"`
+	Sync      *syncReport         `json:"sync"`
 }
 
 // syncReport is the sync's status, read from its ConfigMap.
@@ -101,7 +101,7 @@ func newStatusCommand() *cobra.Command {
 		},
 		RunE: o.runE(func(cmd *cobra.Command, _ []string, client kubernetes.Interface, ns string) error {
 			ctx := cmd.Context()
-			workloads, err := rollout.ListWorkloads(ctx, client, ns)
+			workloads, err := workload.List(ctx, client, ns)
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,9 @@ import (
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/rollout"
+	"plimsoll.dev/plimsoll/workload"
 )
 
 // Trace's defaults.
@@ -45,7 +47,7 @@ func newTraceCommand() *cobra.Command {
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
 			for {
-				tr, err := rollout.TraceWorkload(ctx, client, ns, args[0])
+				tr, err := workload.ReadTrace(ctx, client, ns, args[0])
 				if err != nil {
 					return err
 				}
@@ -57,7 +59,7 @@ func newTraceCommand() *cobra.Command {
 					last = line
 				}
 				if untilDone && tr.Done() {
-					if tr.Workload.Phase == "Degraded" {
+					if tr.Workload.Phase == contract.PhaseDegraded {
 						return fmt.Errorf("rollout of %s ended Degraded: %s", tr.Workload.Name, tr.Workload.Message)
 					}
 					return nil
@@ -79,7 +81,7 @@ func newTraceCommand() *cobra.Command {
 // traceLine is the trace as one line, for output that is not a terminal:
 //
 //	api canary revision 2 Paused | api 3/3 | api-canary 1/1 | Service api 4 ready (1 api-canary) | canary step 2/5: ...
-func traceLine(tr rollout.Trace) string {
+func traceLine(tr workload.Trace) string {
 	w := tr.Workload
 	parts := []string{fmt.Sprintf("%s %s revision %d %s", w.Name, w.Strategy, w.Revision, w.Phase)}
 	for _, d := range tr.Deployments {
@@ -94,7 +96,7 @@ func traceLine(tr rollout.Trace) string {
 
 // byDeployment counts ready pods by the Deployment they belong to, when
 // they belong to more than one: " (2 web-blue, 2 web-green)".
-func byDeployment(pods []string, deploys []rollout.TraceDeployment) string {
+func byDeployment(pods []string, deploys []workload.TraceDeployment) string {
 	var counts []string
 	for _, d := range deploys {
 		n := 0
@@ -114,7 +116,7 @@ func byDeployment(pods []string, deploys []rollout.TraceDeployment) string {
 }
 
 // printTrace draws the whole view, for a terminal.
-func printTrace(out io.Writer, tr rollout.Trace) {
+func printTrace(out io.Writer, tr workload.Trace) {
 	w := tr.Workload
 	fmt.Fprintf(out, "%s/%s  %s  revision %d  %s  (%s)\n  %s\n\n", w.Namespace, w.Name, w.Strategy, w.Revision, w.Phase,
 		time.Now().Format(time.TimeOnly), w.Message)

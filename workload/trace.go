@@ -1,0 +1,184 @@
+package workload
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// Trace is what `plimsoll trace` shows of a workload at one moment.
+type Trace struct {
+	Workload    Workload          `json:"workload"`
+	Deployments []TraceDeployment `json:"deployments"`
+	Pods        []TracePod        `json:"pods"`
+	Services    []TraceService    `json:"services"`
+}
+
+// TraceDeployment is one Deployment of a workload with its ReplicaSets.
+type TraceDeployment struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Desired   int32  `json:"desired"`
+	Ready     int32  `json:"ready"`
+	Updated   int32  `json:"updated"`
+	Available int32  `json:"available"`
+	// ReplicaSets are those with pods or asking for some.
+	ReplicaSets []TraceReplicaSet `json:"replicaSets"`
+}
+
+// TraceReplicaSet is one ReplicaSet of a Deployment.
+type TraceReplicaSet struct {
+	Name    string `json:"name"`
+	Image   string `json:"image"`
+	Desired int32  `json:"desired"`
+	Ready   int32  `json:"ready"`
+}
+
+// TracePod is one pod of a workload.
+type TracePod struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+	Ready bool   `json:"ready"`
+	// Serving is the canary's plimsoll.dev/serving label.
+	Serving  bool `json:"serving"`
+	Deleting bool `json:"deleting"`
+}
+
+// TraceService is a Service the workload's strategy steers, with the pods
+// its EndpointSlices list as ready.
+type TraceService struct {
+	Name      string   `json:"name"`
+	Selector  string   `json:"selector"`
+	ReadyPods []string `json:"readyPods"`
+}
+
+// ReadTrace reads workload name of namespace ns as `plimsoll trace` shows
+// it: its Deployments, their ReplicaSets, its pods, and the Services its
+// annotations name, each list sorted by name. An error wraps ErrNotFound
+// when the workload has no Deployment.
+func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string) (Trace, error) {
+	w, err := Get(ctx, client, ns, name)
+	if err != nil {
+		return Trace{}, err
+	}
+	tr := Trace{Workload: w}
+	selector := metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name}
+	deploys, err := client.AppsV1().Deployments(ns).List(ctx, selector)
+	if err != nil {
+		return Trace{}, fmt.Errorf("list the Deployments of %s: %w", name, err)
+	}
+	rsets, err := client.AppsV1().ReplicaSets(ns).List(ctx, selector)
+	if err != nil {
+		return Trace{}, fmt.Errorf("list the ReplicaSets of %s: %w", name, err)
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, selector)
+	if err != nil {
+		return Trace{}, fmt.Errorf("list the pods of %s: %w", name, err)
+	}
+	services := map[string]bool{}
+	for _, d := range deploys.Items {
+		td := TraceDeployment{Name: d.Name, Role: d.Annotations[contract.AnnotationRole], Desired: ptrValue(d.Spec.Replicas),
+			Ready: d.Status.ReadyReplicas, Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
+		for _, rs := range rsets.Items {
+			owner := metav1.GetControllerOf(&rs)
+			if owner == nil || owner.UID != d.UID || (ptrValue(rs.Spec.Replicas) == 0 && rs.Status.Replicas == 0) {
+				continue
+			}
+			td.ReplicaSets = append(td.ReplicaSets, TraceReplicaSet{Name: rs.Name, Image: firstImage(rs.Spec.Template.Spec),
+				Desired: ptrValue(rs.Spec.Replicas), Ready: rs.Status.ReadyReplicas})
+		}
+		slices.SortFunc(td.ReplicaSets, func(a, b TraceReplicaSet) int { return cmp.Compare(a.Name, b.Name) })
+		tr.Deployments = append(tr.Deployments, td)
+		for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
+			if svc := d.Annotations[key]; svc != "" {
+				services[svc] = true
+			}
+		}
+	}
+	slices.SortFunc(tr.Deployments, func(a, b TraceDeployment) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range pods.Items {
+		ready, _ := strategies.PodReadiness(&p)
+		tr.Pods = append(tr.Pods, TracePod{Name: p.Name, Image: firstImage(p.Spec), Ready: ready,
+			Serving: p.Labels[contract.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil})
+	}
+	slices.SortFunc(tr.Pods, func(a, b TracePod) int { return cmp.Compare(a.Name, b.Name) })
+	for _, svc := range slices.Sorted(maps.Keys(services)) {
+		ts, err := traceService(ctx, client, ns, svc)
+		if err != nil {
+			return Trace{}, err
+		}
+		tr.Services = append(tr.Services, ts)
+	}
+	return tr, nil
+}
+
+// Done reports whether the rollout has ended: Healthy or Degraded.
+func (t Trace) Done() bool {
+	return t.Workload.Phase == contract.PhaseHealthy || t.Workload.Phase == contract.PhaseDegraded
+}
+
+// traceService reads Service name's selector and ready endpoints; a
+// missing Service shows as such.
+func traceService(ctx context.Context, client kubernetes.Interface, ns, name string) (TraceService, error) {
+	ts := TraceService{Name: name}
+	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ts.Selector = "(no such Service)"
+		return ts, nil
+	}
+	if err != nil {
+		return ts, fmt.Errorf("read Service %s: %w", name, err)
+	}
+	ts.Selector = labels.Set(svc.Spec.Selector).String()
+	ts.ReadyPods, err = readyPods(ctx, client, ns, name)
+	return ts, err
+}
+
+// readyPods lists the pods the Service's EndpointSlices hold as ready (an
+// endpoint without a ready condition counts as ready), sorted.
+func readyPods(ctx context.Context, client kubernetes.Interface, ns, service string) ([]string, error) {
+	list, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{discoveryv1.LabelServiceName: service}.String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the endpoints of Service %s: %w", service, err)
+	}
+	var pods []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+				pods = append(pods, e.TargetRef.Name)
+			}
+		}
+	}
+	slices.Sort(pods)
+	return pods, nil
+}
+
+// ptrValue is *p, or 0 when p is nil.
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// firstImage is the image of the first container of spec.
+func firstImage(spec corev1.PodSpec) string {
+	if len(spec.Containers) == 0 {
+		return ""
+	}
+	return spec.Containers[0].Image
+}

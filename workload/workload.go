@@ -1,0 +1,137 @@
+// Package workload is the client side of the rollout controller: it reads
+// workloads from the annotations and labels the controller writes on their
+// Deployments, and sends them commands through plimsoll.dev/command. It is
+// what `plimsoll status`, `plimsoll trace` and the commands (promote,
+// abort, retry, pause, resume) run on.
+//
+// It needs only a Kubernetes client and the plimsoll.dev/ contract; it
+// does not import the controller, which may run in another process (the
+// daemon) or not at all.
+package workload
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// Workload is a workload as the annotations of its Deployments describe
+// it: what `plimsoll status` lists and the CLI's commands act on.
+type Workload struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Strategy is rolling, blue-green or canary, as the Deployments run.
+	Strategy string `json:"strategy"`
+	// Primary is the Deployment that carries the status and takes
+	// commands: <name> for rolling and canary, the active color for
+	// blue-green.
+	Primary  string `json:"primary"`
+	Phase    string `json:"phase"`
+	Revision int64  `json:"revision"`
+	Commit   string `json:"commit"`
+	Message  string `json:"message"`
+	// FailedHash is plimsoll.dev/failed-hash, "" when none.
+	FailedHash string `json:"failedHash,omitempty"`
+	// Deployments are the names of the workload's Deployments, sorted.
+	Deployments []string `json:"deployments"`
+}
+
+// ErrNotFound is returned for a workload no Deployment belongs to.
+var ErrNotFound = errors.New("workload not found")
+
+// List reads the workloads of namespace ns ("" for every namespace) from
+// the Deployments labelled plimsoll.dev/workload, sorted by namespace and
+// name.
+func List(ctx context.Context, client kubernetes.Interface, ns string) ([]Workload, error) {
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload})
+	if err != nil {
+		return nil, fmt.Errorf("list the workloads' Deployments: %w", err)
+	}
+	groups := map[[2]string][]*appsv1.Deployment{}
+	for i := range list.Items {
+		d := &list.Items[i]
+		key := [2]string{d.Namespace, d.Labels[contract.LabelWorkload]}
+		groups[key] = append(groups[key], d)
+	}
+	var out []Workload
+	for key, deploys := range groups {
+		w, ok := describe(key[0], key[1], deploys)
+		if ok {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b Workload) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// Get reads workload name of namespace ns; an error wrapping ErrNotFound
+// when it has no Deployment.
+func Get(ctx context.Context, client kubernetes.Interface, ns, name string) (Workload, error) {
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name})
+	if err != nil {
+		return Workload{}, fmt.Errorf("list the Deployments of workload %s: %w", name, err)
+	}
+	deploys := make([]*appsv1.Deployment, 0, len(list.Items))
+	for i := range list.Items {
+		deploys = append(deploys, &list.Items[i])
+	}
+	w, ok := describe(ns, name, deploys)
+	if !ok {
+		return Workload{}, fmt.Errorf("%w: no Deployment of workload %q in namespace %s", ErrNotFound, name, ns)
+	}
+	return w, nil
+}
+
+// describe makes a Workload of the Deployments of one workload: the
+// primary is, in this order, a rolling Deployment marked primary, the
+// canary's stable Deployment, the blue-green color with role active, or
+// the Deployment with the highest revision. ok is false without
+// Deployments.
+func describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
+	if len(deploys) == 0 {
+		return Workload{}, false
+	}
+	w := Workload{Namespace: ns, Name: name, Strategy: contract.StrategyRolling}
+	var primary *appsv1.Deployment
+	best := int64(-1)
+	rank := func(d *appsv1.Deployment) int {
+		switch d.Annotations[contract.AnnotationRole] {
+		case contract.RolePrimary:
+			return 3
+		case contract.RoleStable, contract.RoleActive:
+			return 2
+		}
+		return 1
+	}
+	for _, d := range deploys {
+		w.Deployments = append(w.Deployments, d.Name)
+		st, _ := strategies.ReadStatus(d.Annotations)
+		if primary == nil || rank(d) > rank(primary) || (rank(d) == rank(primary) && st.Revision > best) {
+			primary, best = d, st.Revision
+		}
+	}
+	slices.Sort(w.Deployments)
+	switch primary.Annotations[contract.AnnotationRole] {
+	case contract.RoleStable:
+		w.Strategy = contract.StrategyCanary
+	case contract.RoleActive, contract.RolePreview, contract.RoleIdle:
+		if primary.Labels[contract.LabelColor] != "" || primary.Spec.Template.Labels[contract.LabelColor] != "" {
+			w.Strategy = contract.StrategyBlueGreen
+		}
+	}
+	st, _ := strategies.ReadStatus(primary.Annotations)
+	w.Primary, w.Phase, w.Revision, w.Commit, w.Message, w.FailedHash =
+		primary.Name, string(st.Phase), st.Revision, st.Commit, st.Message, st.FailedHash
+	return w, true
+}
