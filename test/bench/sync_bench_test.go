@@ -118,10 +118,7 @@ All runs (wall seconds): plimsoll cold %s; plimsoll no-op %s; kubectl cold
 		median(kNoop).Seconds()/median(pNoop).Seconds(),
 		fmtWall(median(pDrift)), fmtRSS(medianRSS(pDrift)),
 		all(pCold), all(pNoop), all(kCold), all(kNoop))
-	out := filepath.Join(root, "bench", "results.md")
-	if err := os.WriteFile(out, []byte(results), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSection(t, filepath.Join(root, "bench", "results.md"), "sync", results)
 	t.Log("\n" + results)
 }
 

@@ -1,0 +1,774 @@
+//go:build bench
+
+package bench
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The workloads of the rollout benchmark and how they roll. The steps and
+// the delay are timed, so that every rollout ends without a command.
+const (
+	rolloutReplicas = 4
+	canarySteps     = "25%, pause 10s, 50%, pause 10s, 100%"
+	scaleDownDelay  = "10s"
+	pollInterval    = "2s"
+	imageV1         = "registry.example/bench:v1"
+	imageV2         = "registry.example/bench:v2"
+
+	// statusNamespace holds the sync's status ConfigMap; each strategy's
+	// workloads have a namespace of their own.
+	statusNamespace    = "plimsoll-bench"
+	canaryNamespace    = "plimsoll-bench-canary"
+	blueGreenNamespace = "plimsoll-bench-blue-green"
+	syncName           = "bench"
+
+	// settle is the wait after all workloads are Healthy before the next
+	// measurement starts, so that one rollout's last writes are not
+	// counted in the next; idleWindow is how long idle is measured.
+	settle     = 15 * time.Second
+	idleWindow = 60 * time.Second
+	// stopGrace is how long the daemon has to stop on SIGTERM.
+	stopGrace = 15 * time.Second
+	// progressEvery is how often a wait logs how far it got.
+	progressEvery = 30 * time.Second
+)
+
+// Keys of the product contract (SPEC §3, §5), spelled out here so that the
+// benchmark reads any version of the daemon without importing the code it
+// measures.
+const (
+	keyStrategy       = "plimsoll.dev/strategy"
+	keyService        = "plimsoll.dev/service"
+	keySteps          = "plimsoll.dev/steps"
+	keyActiveService  = "plimsoll.dev/active-service"
+	keyScaleDownDelay = "plimsoll.dev/scale-down-delay"
+	keyPhase          = "plimsoll.dev/phase"
+	keyRevision       = "plimsoll.dev/revision"
+	keyRole           = "plimsoll.dev/role"
+	keyCommit         = "plimsoll.dev/commit"
+	labelWorkload     = "plimsoll.dev/workload"
+	phaseHealthy      = "Healthy"
+	phaseDegraded     = "Degraded"
+	roleActive        = "active"
+)
+
+// strategy is one of the two strategies the benchmark rolls.
+type strategy struct {
+	name      string // as in plimsoll.dev/strategy
+	namespace string
+	prefix    string // of the workloads' names
+}
+
+var (
+	canary    = strategy{name: "canary", namespace: canaryNamespace, prefix: "c"}
+	blueGreen = strategy{name: "blue-green", namespace: blueGreenNamespace, prefix: "bg"}
+)
+
+// rolloutEnv is what a run of the benchmark is told by its environment.
+type rolloutEnv struct {
+	root       string
+	bin        string // PLIMSOLL_BENCH_BIN
+	label      string // PLIMSOLL_BENCH_LABEL
+	kubeconfig string // PLIMSOLL_BENCH_KUBECONFIG
+	sizes      []benchSize
+	// rolloutTimeout, when set, bounds every rollout instead of
+	// rolloutBound (PLIMSOLL_BENCH_ROLLOUT_TIMEOUT).
+	rolloutTimeout time.Duration
+}
+
+// benchSize is a number of workloads per strategy and how many runs to
+// take of it.
+type benchSize struct{ n, runs int }
+
+// readRolloutEnv reads the benchmark's settings:
+//
+//	PLIMSOLL_BENCH_BIN              the plimsoll binary (default bin/plimsoll)
+//	PLIMSOLL_BENCH_LABEL            the name of its rows in the results (default "current")
+//	PLIMSOLL_BENCH_KUBECONFIG       the benchmark's control plane (default .cluster-bench/kubeconfig)
+//	PLIMSOLL_BENCH_SIZES            N:runs,... workloads per strategy and runs of each (default 100:1,300:1)
+//	PLIMSOLL_BENCH_ROLLOUT_TIMEOUT  bound of each rollout (default 5m + 6s per workload)
+func readRolloutEnv(t *testing.T) rolloutEnv {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatalf("find the repository root: %v", err)
+	}
+	env := rolloutEnv{
+		root:       root,
+		bin:        envOr("PLIMSOLL_BENCH_BIN", filepath.Join(root, "bin", "plimsoll")),
+		label:      envOr("PLIMSOLL_BENCH_LABEL", "current"),
+		kubeconfig: envOr("PLIMSOLL_BENCH_KUBECONFIG", filepath.Join(root, ".cluster-bench", "kubeconfig")),
+	}
+	if !filepath.IsAbs(env.bin) {
+		env.bin = filepath.Join(root, env.bin)
+	}
+	for spec := range strings.SplitSeq(envOr("PLIMSOLL_BENCH_SIZES", "100:1,300:1"), ",") {
+		ns, rs, _ := strings.Cut(strings.TrimSpace(spec), ":")
+		n, err1 := strconv.Atoi(ns)
+		runs, err2 := strconv.Atoi(cmp.Or(rs, "1"))
+		if err1 != nil || err2 != nil || n < 1 || runs < 1 {
+			t.Fatalf("PLIMSOLL_BENCH_SIZES: %q is not N:runs", spec)
+		}
+		env.sizes = append(env.sizes, benchSize{n: n, runs: runs})
+	}
+	if v := os.Getenv("PLIMSOLL_BENCH_ROLLOUT_TIMEOUT"); v != "" {
+		if env.rolloutTimeout, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("PLIMSOLL_BENCH_ROLLOUT_TIMEOUT: %v", err)
+		}
+	}
+	return env
+}
+
+// initialBound bounds the first sync of 2n workloads until all are
+// Healthy: 5 minutes and 3 s per workload of a strategy, 10 minutes for
+// 100.
+func initialBound(n int) time.Duration { return 5*time.Minute + time.Duration(n)*3*time.Second }
+
+// rolloutBound bounds the rollout of n workloads of one strategy:
+// 5 minutes and 6 s per workload, 15 minutes for 100 and 35 for 300.
+func (e rolloutEnv) rolloutBound(n int) time.Duration {
+	if e.rolloutTimeout > 0 {
+		return e.rolloutTimeout
+	}
+	return 5*time.Minute + time.Duration(n)*6*time.Second
+}
+
+// TestRolloutBenchmark rolls N canary and N blue-green workloads to a new
+// image, one commit per strategy, with the daemon of PLIMSOLL_BENCH_BIN,
+// and measures each rollout: time until all are Healthy, the daemon's CPU
+// and peak RSS, and the API requests per workload, then 60 s of idle. It
+// merges the runs into bench/rollout-results.json under
+// PLIMSOLL_BENCH_LABEL and renders every label's runs into
+// bench/results.md. Earlier runs of the same label and N are kept when
+// they measured the same binary (by SHA-256), so that runs can be added in
+// several sittings, and replaced when they did not.
+func TestRolloutBenchmark(t *testing.T) {
+	env := readRolloutEnv(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s (is the benchmark's control plane up? make bench-rollout starts it): %v", env.kubeconfig, err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	version := strings.TrimSpace(runOutput(t, env.bin, "version"))
+	sum := fileSHA256(t, env.bin)
+	jsonPath := filepath.Join(env.root, "bench", "rollout-results.json")
+	mdPath := filepath.Join(env.root, "bench", "results.md")
+	results := loadRolloutResults(t, jsonPath)
+	for _, size := range env.sizes {
+		kept := results.keep(env.label, size.n, sum)
+		for i := kept + 1; i <= kept+size.runs; i++ {
+			t.Logf("%s: N=%d, run %d, binary %s", env.label, size.n, i, version)
+			rec := rolloutRun(t, env, cfg, client, size.n, i)
+			rec.Binary, rec.BinarySHA256 = version, sum
+			results.Runs = append(results.Runs, rec)
+			results.save(t, jsonPath)
+			writeSection(t, mdPath, "rollout", results.render())
+			t.Logf("%s: N=%d, run %d: %s", env.label, size.n, i, rec.summary())
+		}
+	}
+	t.Log("\n" + results.render())
+}
+
+// TestRenderRolloutResults renders bench/rollout-results.json into
+// bench/results.md again, without measuring anything: for a change of the
+// report's layout.
+func TestRenderRolloutResults(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatalf("find the repository root: %v", err)
+	}
+	results := loadRolloutResults(t, filepath.Join(root, "bench", "rollout-results.json"))
+	writeSection(t, filepath.Join(root, "bench", "results.md"), "rollout", results.render())
+}
+
+// rolloutRun takes one run of n workloads per strategy: a fresh repository
+// and namespaces, a daemon, its first sync, a canary rollout, a blue-green
+// rollout, idle; then it stops the daemon and deletes the namespaces.
+func rolloutRun(t *testing.T, env rolloutEnv, cfg *rest.Config, client kubernetes.Interface, n, run int) rolloutRecord {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	namespaces := []string{statusNamespace, canaryNamespace, blueGreenNamespace}
+	for _, ns := range namespaces {
+		deleteNamespaceIfExists(t, client, ns)
+	}
+	for _, ns := range namespaces {
+		createNamespace(t, client, ns)
+	}
+	defer func() {
+		for _, ns := range namespaces {
+			deleteNamespaceIfExists(t, client, ns)
+		}
+	}()
+
+	rec := rolloutRecord{
+		Label: env.label, N: n, Run: run, Replicas: rolloutReplicas,
+		Date:    time.Now().UTC().Format(time.RFC3339),
+		Machine: machine(),
+		Load:    []float64{loadAverage()},
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list the nodes: %v", err)
+	}
+	rec.Nodes = len(nodes.Items)
+	repo := newBenchRepo(t, n)
+	watch := startHealthWatch(ctx, t, client)
+	proxy := startAPIProxy(t, cfg)
+	defer proxy.Close()
+	work := t.TempDir()
+	proxyKubeconfig := filepath.Join(work, "kubeconfig")
+	proxy.writeKubeconfig(t, proxyKubeconfig)
+	logPath := filepath.Join(filepath.Dir(env.kubeconfig), "logs", fmt.Sprintf("plimsoll-%s-n%d-%d.log", env.label, n, run))
+	d := startDaemon(t, env.bin, logPath, "run", "--repo", "file://"+repo.bare, "--interval", pollInterval,
+		"--listen", "127.0.0.1:0", "--kubeconfig", proxyKubeconfig, "--namespace", statusNamespace,
+		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))
+	defer d.stop(t)
+
+	m := &meter{t: t, ctx: ctx, client: client, proxy: proxy, daemon: d, watch: watch}
+	// The first sync: 2n workloads from nothing to Healthy at revision 1.
+	start := m.read(false)
+	done := watch.waitHealthy(t, d, []strategy{canary, blueGreen}, n, 1, initialBound(n))
+	rec.Initial = m.phase(start, d.started, 2*n, done, initialBound(n), repo.commits[0], []strategy{canary, blueGreen}, 1)
+	if !rec.Initial.Finished {
+		rec.Load = append(rec.Load, loadAverage())
+		rec.PeakRSSKiB = rec.Initial.PeakRSSKiB
+		return rec
+	}
+	for _, s := range []strategy{canary, blueGreen} {
+		time.Sleep(settle)
+		before := m.read(true)
+		pushed := time.Now()
+		commit := repo.roll(t, s, imageV2)
+		bound := env.rolloutBound(n)
+		done := watch.waitHealthy(t, d, []strategy{s}, n, 2, bound)
+		p := m.phase(before, pushed, n, done, bound, commit, []strategy{s}, 2)
+		if s == canary {
+			rec.Canary = p
+		} else {
+			rec.BlueGreen = p
+		}
+	}
+	time.Sleep(settle)
+	before := m.read(false)
+	time.Sleep(idleWindow)
+	after := m.read(false)
+	rec.Idle = idleRecord{
+		Seconds:    after.at.Sub(before.at).Seconds(),
+		CPUSeconds: after.cpu - before.cpu,
+		API:        after.api.minus(before.api),
+		Daemon:     after.daemon.minus(before.daemon),
+	}
+	rec.PeakRSSKiB = max(rec.Initial.PeakRSSKiB, rec.Canary.PeakRSSKiB, rec.BlueGreen.PeakRSSKiB, after.peakRSS)
+	rec.Load = append(rec.Load, loadAverage())
+	return rec
+}
+
+// meter takes the readings a measurement is the difference of.
+type meter struct {
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	proxy  *apiProxy
+	daemon *daemon
+	watch  *healthWatch
+}
+
+// reading is the state of the counters at one moment.
+type reading struct {
+	at      time.Time
+	cpu     float64 // the daemon's CPU seconds so far
+	harness float64 // the benchmark process's CPU seconds so far
+	peakRSS int64   // KiB
+	api     requestCounts
+	daemon  requestCounts
+}
+
+// read takes a reading; with resetPeak, it first sets the daemon's peak
+// RSS back to its current RSS, so that the next reading's peak is that of
+// what happened in between.
+func (m *meter) read(resetPeak bool) reading {
+	t, pid := m.t, m.daemon.cmd.Process.Pid
+	if resetPeak {
+		if err := resetPeakRSS(pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api, err := scrapeRequests(m.ctx, m.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := procCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, err := procPeakRSS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reading{at: time.Now(), cpu: cpu, harness: harness, peakRSS: rss, api: api, daemon: m.proxy.snapshot()}
+}
+
+// phase measures what happened since reading before: the rollout of n
+// workloads of strategies to revision, started at start (the push of
+// commit), which ended (done) or not within bound.
+func (m *meter) phase(before reading, start time.Time, n int, done bool, bound time.Duration, commit string, ss []strategy, revision int) phaseRecord {
+	after := m.read(false)
+	times := m.watch.healthyTimes(ss, revision, start)
+	p := phaseRecord{
+		Workloads: n, Healthy: len(times), Degraded: m.watch.count(ss, phaseDegraded),
+		Finished: done, BoundSeconds: bound.Seconds(),
+		CPUSeconds: after.cpu - before.cpu, HarnessCPUSeconds: after.harness - before.harness, PeakRSSKiB: after.peakRSS,
+		API: after.api.minus(before.api), Daemon: after.daemon.minus(before.daemon),
+	}
+	if at, ok := m.watch.appliedAt(commit); ok {
+		p.AppliedSeconds = at.Sub(start).Seconds()
+	}
+	if len(times) > 0 {
+		p.FirstSeconds = times[0].Seconds()
+	}
+	// The median workload: with every workload done, the middle one; a
+	// workload not done is later than any done, so the median is known
+	// as long as more than half are done.
+	if len(times) > n/2 {
+		p.MedianSeconds = times[n/2].Seconds()
+	}
+	if done {
+		p.TotalSeconds = times[len(times)-1].Seconds()
+	} else {
+		p.TotalSeconds = bound.Seconds()
+	}
+	return p
+}
+
+// fileSHA256 returns the SHA-256 of the file at path, in hex.
+func fileSHA256(t *testing.T, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// machine describes the machine the benchmark runs on.
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores, %s", runtime.NumCPU(), model)
+}
+
+// benchRepo is a Git work tree of the workloads' manifests and the bare
+// repository the daemon fetches from; commits lists what was pushed.
+type benchRepo struct {
+	work, bare string
+	n          int
+	commits    []string
+}
+
+// newBenchRepo writes n canary and n blue-green workloads at imageV1,
+// commits them and pushes them to a new bare repository.
+func newBenchRepo(t *testing.T, n int) *benchRepo {
+	r := &benchRepo{work: t.TempDir(), bare: filepath.Join(t.TempDir(), "bench.git"), n: n}
+	r.git(t, "init", "--quiet", "--initial-branch=main")
+	r.git(t, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
+	for _, s := range []strategy{canary, blueGreen} {
+		r.write(t, s, imageV1)
+	}
+	r.commit(t, fmt.Sprintf("%d canary and %d blue-green workloads at %s", n, n, imageV1))
+	return r
+}
+
+// roll changes the image of every workload of s, commits, pushes, and
+// returns the commit.
+func (r *benchRepo) roll(t *testing.T, s strategy, image string) string {
+	r.write(t, s, image)
+	return r.commit(t, fmt.Sprintf("Roll the %d %s workloads to %s", r.n, s.name, image))
+}
+
+func (r *benchRepo) write(t *testing.T, s strategy, image string) {
+	dir := filepath.Join(r.work, s.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("create %s: %v", dir, err)
+	}
+	for i := 0; i < r.n; i++ {
+		name := fmt.Sprintf("%s-%04d", s.prefix, i)
+		file := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(file, []byte(workloadManifest(s, name, image)), 0o644); err != nil {
+			t.Fatalf("write %s: %v", file, err)
+		}
+	}
+}
+
+func (r *benchRepo) commit(t *testing.T, message string) string {
+	r.git(t, "add", "--all")
+	r.git(t, "-c", "user.name=bench", "-c", "user.email=bench@plimsoll.dev", "commit", "--quiet", "-m", message)
+	r.git(t, "push", "--quiet", r.bare, "HEAD:refs/heads/main")
+	commit := strings.TrimSpace(r.git(t, "rev-parse", "HEAD"))
+	r.commits = append(r.commits, commit)
+	return commit
+}
+
+func (r *benchRepo) git(t *testing.T, args ...string) string {
+	return runOutput(t, "git", append([]string{"-C", r.work}, args...)...)
+}
+
+// workloadManifest is one workload of strategy s: its Deployment, as in
+// examples/canary and examples/blue-green but with timed steps and delay,
+// and its Service.
+func workloadManifest(s strategy, name, image string) string {
+	annotations := fmt.Sprintf("    %s: canary\n    %s: %s\n    %s: %q\n", keyStrategy, keyService, name, keySteps, canarySteps)
+	if s == blueGreen {
+		annotations = fmt.Sprintf("    %s: blue-green\n    %s: %s\n    %s: %s\n", keyStrategy, keyActiveService, name, keyScaleDownDelay, scaleDownDelay)
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels:
+    app: %[1]s
+  annotations:
+%[3]sspec:
+  replicas: %[4]d
+  selector:
+    matchLabels:
+      app: %[1]s
+  template:
+    metadata:
+      labels:
+        app: %[1]s
+    spec:
+      containers:
+      - name: app
+        image: %[5]s
+        ports:
+        - name: http
+          containerPort: 8080
+        resources:
+          requests:
+            cpu: 10m
+            memory: 16Mi
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  selector:
+    app: %[1]s
+  ports:
+  - name: http
+    port: 80
+    targetPort: http
+`, name, s.namespace, annotations, rolloutReplicas, image)
+}
+
+// daemon is a running `plimsoll run`.
+type daemon struct {
+	cmd     *exec.Cmd
+	started time.Time
+	log     *os.File
+	exited  chan struct{}
+	waitErr error
+}
+
+// startDaemon starts bin with args, its output in logPath.
+func startDaemon(t *testing.T, bin, logPath string, args ...string) *daemon {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatalf("create the daemon's log directory: %v", err)
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatalf("create the daemon's log: %v", err)
+	}
+	d := &daemon{cmd: exec.Command(bin, args...), log: f, exited: make(chan struct{})}
+	d.cmd.Stdout, d.cmd.Stderr = f, f
+	d.started = time.Now()
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	go func() {
+		d.waitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Logf("daemon started (pid %d), log %s", d.cmd.Process.Pid, logPath)
+	return d
+}
+
+// failIfExited fails the test when the daemon is no longer running.
+func (d *daemon) failIfExited(t *testing.T) {
+	select {
+	case <-d.exited:
+		out, _ := os.ReadFile(d.log.Name())
+		t.Fatalf("the daemon exited: %v\n%s", d.waitErr, tail(string(out)))
+	default:
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after stopGrace, and waits for the exit.
+func (d *daemon) stop(t *testing.T) {
+	defer d.log.Close()
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(stopGrace):
+		t.Logf("the daemon did not stop on SIGTERM within %s; killing it", stopGrace)
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+}
+
+// healthWatch follows, through informers, the phase and revision of every
+// workload's primary Deployment (the canary's stable Deployment <name>,
+// the blue-green color with role active), and the commits the sync status
+// names. It records when each workload was first seen Healthy at each
+// revision. It reads the cluster once and then only watches, so that its
+// own requests do not weigh in the API server's counts.
+type healthWatch struct {
+	mu      sync.Mutex
+	healthy map[string]map[int]time.Time // "namespace/name" -> revision -> first seen Healthy
+	phase   map[string]string            // "namespace/name" -> phase of the primary
+	applied map[string]time.Time         // commit -> first seen in the sync status
+}
+
+func startHealthWatch(ctx context.Context, t *testing.T, client kubernetes.Interface) *healthWatch {
+	w := &healthWatch{healthy: map[string]map[int]time.Time{}, phase: map[string]string{}, applied: map[string]time.Time{}}
+	var synced []cache.InformerSynced
+	for _, s := range []strategy{canary, blueGreen} {
+		lw := cache.NewFilteredListWatchFromClient(client.AppsV1().RESTClient(), "deployments", s.namespace,
+			func(o *metav1.ListOptions) { o.LabelSelector = labelWorkload })
+		inf := cache.NewSharedIndexInformer(lw, &appsv1.Deployment{}, 0, cache.Indexers{})
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.observe(s, obj) },
+			UpdateFunc: func(_, obj any) { w.observe(s, obj) },
+		}); err != nil {
+			t.Fatalf("watch the Deployments of %s: %v", s.namespace, err)
+		}
+		go inf.Run(ctx.Done())
+		synced = append(synced, inf.HasSynced)
+	}
+	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", statusNamespace,
+		fields.OneTermEqualSelector("metadata.name", "plimsoll-sync-"+syncName))
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	record := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if c := cm.Annotations[keyCommit]; c != "" {
+			if _, seen := w.applied[c]; !seen {
+				w.applied[c] = time.Now()
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		t.Fatalf("watch the sync status: %v", err)
+	}
+	go inf.Run(ctx.Done())
+	synced = append(synced, inf.HasSynced)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		t.Fatal("the benchmark's informers did not sync")
+	}
+	return w
+}
+
+// observe records the status of a workload whose Deployment changed.
+func (w *healthWatch) observe(s strategy, obj any) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	name := d.Labels[labelWorkload]
+	primary := d.Name == name
+	if s == blueGreen {
+		primary = d.Annotations[keyRole] == roleActive
+	}
+	if name == "" || !primary {
+		return
+	}
+	key := d.Namespace + "/" + name
+	phase := d.Annotations[keyPhase]
+	rev, _ := strconv.Atoi(d.Annotations[keyRevision])
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phase[key] = phase
+	if phase != phaseHealthy {
+		return
+	}
+	if w.healthy[key] == nil {
+		w.healthy[key] = map[int]time.Time{}
+	}
+	if _, seen := w.healthy[key][rev]; !seen {
+		w.healthy[key][rev] = now
+	}
+}
+
+// healthyTimes returns, sorted, how long after start each workload of ss
+// was first seen Healthy at revision.
+func (w *healthWatch) healthyTimes(ss []strategy, revision int, start time.Time) []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for key, revs := range w.healthy {
+		if at, ok := revs[revision]; ok && inStrategies(key, ss) {
+			out = append(out, at.Sub(start))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// count returns how many workloads of ss are in phase now.
+func (w *healthWatch) count(ss []strategy, phase string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for key, p := range w.phase {
+		if p == phase && inStrategies(key, ss) {
+			n++
+		}
+	}
+	return n
+}
+
+// appliedAt returns when the sync status was first seen naming commit.
+func (w *healthWatch) appliedAt(commit string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.applied[commit]
+	return at, ok
+}
+
+// waitHealthy waits until the n workloads of each of ss are Healthy at
+// revision, for at most bound, and reports whether they all got there. It
+// fails the test if the daemon exits.
+func (w *healthWatch) waitHealthy(t *testing.T, d *daemon, ss []strategy, n, revision int, bound time.Duration) bool {
+	start := time.Now()
+	want := n * len(ss)
+	lastLog := start
+	for {
+		d.failIfExited(t)
+		got := len(w.healthyTimes(ss, revision, start))
+		if got == want {
+			return true
+		}
+		if time.Since(start) >= bound {
+			t.Logf("%s: %d/%d Healthy at revision %d after %s: did not finish", strategyNames(ss), got, want, revision, bound)
+			return false
+		}
+		if time.Since(lastLog) >= progressEvery {
+			lastLog = time.Now()
+			t.Logf("%s: %d/%d Healthy at revision %d after %s", strategyNames(ss), got, want, revision, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func inStrategies(key string, ss []strategy) bool {
+	ns, _, _ := strings.Cut(key, "/")
+	return slices.ContainsFunc(ss, func(s strategy) bool { return s.namespace == ns })
+}
+
+func strategyNames(ss []strategy) string {
+	var names []string
+	for _, s := range ss {
+		names = append(names, s.name)
+	}
+	return strings.Join(names, "+")
+}
+
+// createNamespace creates namespace ns and waits for its default
+// ServiceAccount, without which no pod can be created in it.
+func createNamespace(t *testing.T, client kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for the default ServiceAccount of %s: %v", ns, err)
+	}
+}
+
+// deleteNamespaceIfExists deletes namespace ns, if there is one, and
+// waits until it is gone, so that a run starts on an empty cluster and the
+// deletion of its pods does not load the next run.
+func deleteNamespaceIfExists(t *testing.T, client kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("delete namespace %s: %v", ns, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("wait for namespace %s to be deleted: %v", ns, err)
+	}
+}
+
+func envOr(key, fallback string) string {
+	return cmp.Or(os.Getenv(key), fallback)
+}
