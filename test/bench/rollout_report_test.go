@@ -10,9 +10,9 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // rolloutRecord is one run of the rollout benchmark, as kept in
@@ -235,8 +235,8 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 	}
 
 	b.WriteString("\n## First sync and idle\n\n")
-	b.WriteString("First sync: 2N workloads from nothing to Healthy at revision 1, timed from the start of the daemon. ")
-	fmt.Fprintf(&b, "Idle: %.0f s with all 2N Healthy, %.0f s after the last rollout; per minute.\n\n", idleWindow.Seconds(), settle.Seconds())
+	b.WriteString("First sync: 2N workloads from nothing to Healthy at revision 1, timed\nfrom the start of the daemon. ")
+	fmt.Fprintf(&b, "Idle: %.0f s with all 2N Healthy, %.0f s after the\nlast rollout; per minute.\n\n", idleWindow.Seconds(), settle.Seconds())
 	b.WriteString("| binary | N | first sync | daemon peak RSS, whole run | idle daemon CPU / min | idle daemon API requests / min | idle API requests / min, all clients |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
@@ -368,7 +368,7 @@ func totalCell(ps []phaseRecord) string {
 	m := sorted[len(sorted)/2]
 	if !m.Finished {
 		return fmt.Sprintf("did not finish in %s (%d/%d Healthy, %d Degraded)",
-			time.Duration(m.BoundSeconds*float64(time.Second)).Round(time.Second), m.Healthy, m.Workloads, m.Degraded)
+			minutes(m.BoundSeconds), m.Healthy, m.Workloads, m.Degraded)
 	}
 	return seconds(m.TotalSeconds)
 }
@@ -441,6 +441,11 @@ func perWorkload(n int64, workloads int) float64 {
 		return math.NaN()
 	}
 	return float64(n) / float64(workloads)
+}
+
+// minutes formats a bound, "25 min" or "12.5 min".
+func minutes(s float64) string {
+	return strconv.FormatFloat(s/60, 'f', -1, 64) + " min"
 }
 
 // seconds formats a duration in seconds; "—" for none.
