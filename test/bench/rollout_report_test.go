@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -242,7 +243,7 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 	for _, g := range groups {
 		initial := phases(g.runs, func(rec rolloutRecord) phaseRecord { return rec.Initial })
 		idle := func(f func(idleRecord) float64) float64 {
-			return medianOfRuns(g.runs, func(rec rolloutRecord) float64 {
+			return medianOf(g.runs, func(rec rolloutRecord) float64 {
 				if rec.Idle.Seconds == 0 {
 					return math.NaN()
 				}
@@ -250,7 +251,7 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 			})
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %d MiB | %.2f s | %.1f | %.1f |\n", g.label, g.n, totalCell(initial),
-			int64(medianOfRuns(g.runs, func(rec rolloutRecord) float64 { return float64(rec.PeakRSSKiB) }))/1024,
+			int64(medianOf(g.runs, func(rec rolloutRecord) float64 { return float64(rec.PeakRSSKiB) }))/1024,
 			idle(func(i idleRecord) float64 { return i.CPUSeconds }),
 			idle(func(i idleRecord) float64 { return float64(i.Daemon.total()) }),
 			idle(func(i idleRecord) float64 { return float64(i.API.total()) }))
@@ -363,7 +364,7 @@ func totalCell(ps []phaseRecord) string {
 	}
 	sorted := slices.Clone(ps)
 	slices.SortStableFunc(sorted, func(a, b phaseRecord) int {
-		return cmpFloat(finishedOrInf(a), finishedOrInf(b))
+		return cmp.Compare(finishedOrInf(a), finishedOrInf(b))
 	})
 	m := sorted[len(sorted)/2]
 	if !m.Finished {
@@ -394,32 +395,11 @@ func finishedOrInf(p phaseRecord) float64 {
 	return p.TotalSeconds
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// medianOf is the median of f over ps, NaN values left out.
-func medianOf(ps []phaseRecord, f func(phaseRecord) float64) float64 {
+// medianOf is the median of f over xs, NaN values left out.
+func medianOf[T any](xs []T, f func(T) float64) float64 {
 	var vs []float64
-	for _, p := range ps {
-		if v := f(p); !math.IsNaN(v) {
-			vs = append(vs, v)
-		}
-	}
-	return middle(vs)
-}
-
-// medianOfRuns is the median of f over runs, NaN values left out.
-func medianOfRuns(runs []rolloutRecord, f func(rolloutRecord) float64) float64 {
-	var vs []float64
-	for _, rec := range runs {
-		if v := f(rec); !math.IsNaN(v) {
+	for _, x := range xs {
+		if v := f(x); !math.IsNaN(v) {
 			vs = append(vs, v)
 		}
 	}
