@@ -253,26 +253,8 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 
 // podState is p as the planners see it.
 func podState(p *corev1.Pod) strategies.Pod {
-	ready, since := readiness(p)
+	ready, since := strategies.PodReadiness(p)
 	serving := p.Labels[contract.LabelServing] == "true"
 	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
 		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
-}
-
-// readiness reports the pod's Ready condition and, when it is not Ready,
-// since when: the condition's last transition, or the pod's creation when
-// it has no Ready condition yet.
-func readiness(p *corev1.Pod) (bool, time.Time) {
-	for _, c := range p.Status.Conditions {
-		if c.Type != corev1.PodReady {
-			continue
-		}
-		if c.Status == corev1.ConditionTrue {
-			return true, time.Time{}
-		}
-		if !c.LastTransitionTime.IsZero() {
-			return false, c.LastTransitionTime.Time
-		}
-	}
-	return false, p.CreationTimestamp.Time
 }

@@ -273,16 +273,11 @@ func readyPods(ctx context.Context, client kubernetes.Interface, ns, service str
 	if err != nil {
 		return nil, fmt.Errorf("read the endpoints of Service %s: %w", service, err)
 	}
-	var pods []string
-	for _, s := range list.Items {
-		for _, e := range s.Endpoints {
-			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
-				pods = append(pods, e.TargetRef.Name)
-			}
-		}
+	items := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		items[i] = &list.Items[i]
 	}
-	slices.Sort(pods)
-	return pods, nil
+	return strategies.ReadyPods(items), nil
 }
 
 // PodOf reports whether pod is named like a pod of Deployment deploy. A
