@@ -253,7 +253,7 @@ func desiredReplicas(git *appsv1.Deployment) int32 {
 }
 
 // servedBy reports whether the Service's EndpointSlices hold a ready
-// endpoint of a pod of Deployment deploy (see PodOf). Pods still served are
+// endpoint of a pod of Deployment deploy (see strategies.PodOf). Pods still served are
 // not taken away: the Service's endpoints follow a selector change a
 // moment later.
 func (c *Controller) servedBy(ctx context.Context, ns, service, deploy string) (bool, error) {
@@ -261,7 +261,7 @@ func (c *Controller) servedBy(ctx context.Context, ns, service, deploy string) (
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(pods, func(pod string) bool { return PodOf(pod, deploy) }), nil
+	return slices.ContainsFunc(pods, func(pod string) bool { return strategies.PodOf(pod, deploy) }), nil
 }
 
 // readyPods lists the pods the Service's EndpointSlices hold as ready (an
@@ -278,16 +278,6 @@ func readyPods(ctx context.Context, client kubernetes.Interface, ns, service str
 		items[i] = &list.Items[i]
 	}
 	return strategies.ReadyPods(items), nil
-}
-
-// PodOf reports whether pod is named like a pod of Deployment deploy. A
-// Deployment's pods are named "<deploy>-<template hash>-<suffix>", neither
-// part with a dash, so the pods of web are told from those of web-blue:
-// PodOf("web-7d9c556656-w9rcx", "web") is true,
-// PodOf("web-blue-7d9c556656-w9rcx", "web") false.
-func PodOf(pod, deploy string) bool {
-	rest, ok := strings.CutPrefix(pod, deploy+"-")
-	return ok && strings.Count(rest, "-") == 1
 }
 
 // getService reads the Service named by annotation key of a workload: a

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"slices"
+	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -21,4 +22,14 @@ func ReadyPods(endpointSlices []*discoveryv1.EndpointSlice) []string {
 	}
 	slices.Sort(pods)
 	return slices.Compact(pods)
+}
+
+// PodOf reports whether pod is named like a pod of Deployment deploy. A
+// Deployment's pods are named "<deploy>-<template hash>-<suffix>", neither
+// part with a dash, so the pods of web are told from those of web-blue:
+// PodOf("web-7d9c556656-w9rcx", "web") is true,
+// PodOf("web-blue-7d9c556656-w9rcx", "web") false.
+func PodOf(pod, deploy string) bool {
+	rest, ok := strings.CutPrefix(pod, deploy+"-")
+	return ok && strings.Count(rest, "-") == 1
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/rollout"
+	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/workload"
 )
 
@@ -101,7 +101,7 @@ func byDeployment(pods []string, deploys []workload.TraceDeployment) string {
 	for _, d := range deploys {
 		n := 0
 		for _, p := range pods {
-			if rollout.PodOf(p, d.Name) {
+			if strategies.PodOf(p, d.Name) {
 				n++
 			}
 		}
