@@ -2,13 +2,10 @@ package rollout
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -18,6 +15,7 @@ import (
 // step.
 type blueGreen struct {
 	ns, name        string
+	w               *workload
 	blue, green     *appsv1.Deployment
 	legacy          *appsv1.Deployment
 	active, preview *corev1.Service
@@ -55,72 +53,82 @@ func (bg *blueGreen) primary() *appsv1.Deployment {
 	return bg.legacy
 }
 
-// readBlueGreen reads the Deployments and Services of workload ns/name;
-// annotations (Git's, or the primary's) name the Services.
-func (c *Controller) readBlueGreen(ctx context.Context, ns, name string, annotations map[string]string) (*blueGreen, error) {
-	bg := &blueGreen{ns: ns, name: name}
-	var err error
-	if bg.blue, err = c.getDeployment(ctx, ns, name+"-blue"); err != nil {
-		return nil, err
-	}
-	if bg.green, err = c.getDeployment(ctx, ns, name+"-green"); err != nil {
-		return nil, err
-	}
-	if bg.legacy, err = c.getDeployment(ctx, ns, name); err != nil {
-		return nil, err
-	}
+// readBlueGreen takes the Deployments and Services of a blue-green
+// workload from w; annotations (Git's, or the primary's) name the
+// Services. A Service that is unnamed or missing is an input error.
+func readBlueGreen(w *workload, annotations map[string]string) (*blueGreen, error) {
+	bg := &blueGreen{ns: w.ns, name: w.name, w: w,
+		blue: w.deployment(contract.SuffixBlue), green: w.deployment(contract.SuffixGreen), legacy: w.deployment("")}
 	if annotations == nil {
-		if p := bg.primary(); p != nil {
-			annotations = p.Annotations
-		}
+		annotations = annotationsOf(bg.primary())
 	}
-	if bg.active, err = c.getService(ctx, ns, annotations, contract.AnnotationActiveService); err != nil {
+	var err error
+	if bg.active, err = serviceOf(w, annotations, contract.AnnotationActiveService); err != nil {
 		return bg, err
 	}
 	if annotations[contract.AnnotationPreviewService] != "" {
-		if bg.preview, err = c.getService(ctx, ns, annotations, contract.AnnotationPreviewService); err != nil {
+		if bg.preview, err = serviceOf(w, annotations, contract.AnnotationPreviewService); err != nil {
 			return bg, err
 		}
 	}
 	return bg, nil
 }
 
-// syncBlueGreen takes a commit's blue-green Deployment: the Git template goes
-// to the color the plan targets, with the commit as its change cause (so
-// that `kubectl rollout history` of the color lists commits), Git's
-// metadata to every color, and then the workload is reconciled once.
-func (c *Controller) syncBlueGreen(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
-	bg, err := c.readBlueGreen(ctx, git.Namespace, git.Name, git.Annotations)
+// reconcileBlueGreen reconciles a blue-green workload: with an intent
+// that its Deployments do not hold yet, it writes that first
+// (takeBlueGreen); then one step of the plan.
+func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in intent) error {
+	var git map[string]string
+	if in.git != nil {
+		git = in.git.Annotations
+	}
+	bg, err := readBlueGreen(w, git)
 	if err != nil {
-		if bg == nil {
+		return c.markInvalid(ctx, w, err, git, bg.blue, bg.green)
+	}
+	if in.git != nil {
+		wrote, err := c.takeBlueGreen(ctx, bg, in)
+		if err != nil {
 			return err
 		}
-		return c.invalid(ctx, err, git.Annotations, bg.blue, bg.green)
+		if wrote {
+			// Plan the first step from what was just written.
+			if bg, err = readBlueGreen(c.observe(w.ns, w.name, git), git); err != nil {
+				return err
+			}
+		}
 	}
+	return c.stepBlueGreen(ctx, bg)
+}
+
+// takeBlueGreen writes a blue-green workload's intent: the Git template to
+// the color the planner targets, with the commit as its change cause (so
+// that `kubectl rollout history` of the color lists commits), Git's
+// metadata to every color, and the status of the hand-off (see
+// strategies.HandOver). It reports whether it wrote anything.
+func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
+	git := in.git
+	wrote := false
 	if isPrimary(bg.legacy) {
 		// A rolling workload switching to blue-green: <name> serves until
 		// the first color takes over, and is no longer the primary.
 		if err := c.setRole(ctx, bg.legacy, strategies.RoleIdle); err != nil {
-			return err
+			return false, err
 		}
+		wrote = true
 	}
 	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
 	if err != nil {
-		return err
+		return false, err
 	}
 	state := readState(annotationsOf(bg.primary()))
 	state.Replicas = desiredReplicas(git)
 	desired := strategies.TemplateHash(git.Spec.Template)
-	decision := strategies.DecideRevision(recorded, desired)
-	status := recorded
-	status.Commit = commit
-	if decision.Action == strategies.RevisionNew {
-		status = strategies.Status{Revision: decision.Revision, Hash: desired, FailedHash: recorded.FailedHash, Commit: commit,
-			Phase: strategies.PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
-	}
+	status, decision := strategies.HandOver(recorded, desired, in.commit)
 	target := strategies.ColorBlue
 	if decision.Action != strategies.RevisionRefused {
-		target = bgTarget(desired, bg)
+		target = strategies.TargetColor(desired, strategies.BlueGreenObserved{Blue: bg.blue, Green: bg.green,
+			Active: strategies.Color(bg.active.Spec.Selector[contract.LabelColor])})
 	}
 	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
 		live := bg.deployment(color)
@@ -135,62 +143,30 @@ func (c *Controller) syncBlueGreen(ctx context.Context, commit, subject string, 
 			if live != nil {
 				want.ObjectMeta = refresh(live, git).ObjectMeta
 			}
-			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
+			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 		case live != nil:
 			want = refresh(live, git)
 		default:
 			continue
 		}
 		stamp(want, state.annotations(status), strategies.Role(annotationsOf(live)[contract.AnnotationRole]))
-		if err := c.writeDeployment(ctx, live, want); err != nil {
-			return err
+		if live != nil && holds(live, want) {
+			continue
 		}
+		if err := c.writeDeployment(ctx, live, want); err != nil {
+			return wrote, err
+		}
+		wrote = true
 	}
-	return c.reconcileBlueGreen(ctx, git.Namespace, git.Name)
+	return wrote, nil
 }
 
-// annotatedTemplate is d's template, empty for a nil d.
-func annotatedTemplate(d *appsv1.Deployment) corev1.PodTemplateSpec {
-	if d == nil {
-		return corev1.PodTemplateSpec{}
-	}
-	return d.Spec.Template
-}
-
-func annotationsOf(d *appsv1.Deployment) map[string]string {
-	if d == nil {
-		return nil
-	}
-	return d.Annotations
-}
-
-// bgTarget is the color a template of hash goes to (see
-// strategies.PlanBlueGreen).
-func bgTarget(hash string, bg *blueGreen) strategies.Color {
-	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
-	switch {
-	case active != "" && strategies.LiveHash(annotatedTemplate(bg.deployment(active))) == hash:
-		return active
-	case active != "":
-		return active.Other()
-	case bg.green != nil && strategies.LiveHash(bg.green.Spec.Template) == hash:
-		return strategies.ColorGreen
-	}
-	return strategies.ColorBlue
-}
-
-// reconcileBlueGreen plans and executes one step of a blue-green workload:
+// stepBlueGreen plans and executes one step of a blue-green workload:
 // Deployments first (scale-ups, status), then the Services (the swap), and
 // only then the scale-down of a color that lost traffic, once the active
 // Service's endpoints no longer hold its pods.
-func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) error {
-	bg, err := c.readBlueGreen(ctx, ns, name, nil)
-	if err != nil {
-		if bg == nil {
-			return err
-		}
-		return c.settleInvalid(ns, name, c.invalid(ctx, err, nil, bg.blue, bg.green))
-	}
+func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
+	ns, name := bg.ns, bg.name
 	primary := bg.primary()
 	switch {
 	case primary == nil || primary == bg.legacy:
@@ -206,7 +182,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	cmd := readCommand(primary, &recorded, &state)
 	delay, err := scaleDownDelay(primary.Annotations)
 	if err != nil {
-		return c.settleInvalid(ns, name, c.invalid(ctx, err, nil, bg.blue, bg.green))
+		return c.markInvalid(ctx, bg.w, err, nil, bg.blue, bg.green)
 	}
 	replicas := state.Replicas
 	desired := strategies.BlueGreenDesired{
@@ -219,15 +195,12 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	if legacy != nil && legacy.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
 		legacy = nil // not a rolling workload's Deployment
 	}
-	pods, err := c.colorPods(ctx, ns, name)
-	if err != nil {
-		return err
-	}
+	pods := colorPods(bg.w)
 	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active, Pods: pods,
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
-		Promote: cmd.promote, Abort: cmd.abort, Now: time.Now(),
+		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	})
 	state.ScaleDownAt = plan.ScaleDownAt
 	annotations := state.annotations(plan.Status)
@@ -254,7 +227,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 		if n, ok := plan.Replicas[color]; ok {
 			if n < *live.Spec.Replicas && color == active && plan.Active != active {
 				later = append(later, color)
-			} else if n >= *live.Spec.Replicas || !c.stillServing(ctx, bg, live) {
+			} else if n >= *live.Spec.Replicas || !stillServing(bg, live) {
 				want.Spec.Replicas = &n
 			} else {
 				plan.RequeueAfter = time.Second
@@ -294,7 +267,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	if len(later) > 0 {
 		plan.RequeueAfter = time.Second // the next step scales them down once the endpoints follow
 	}
-	if plan.LegacyReplicas != nil && legacy != nil && *legacy.Spec.Replicas != *plan.LegacyReplicas && !c.stillServing(ctx, bg, legacy) {
+	if plan.LegacyReplicas != nil && legacy != nil && *legacy.Spec.Replicas != *plan.LegacyReplicas && !stillServing(bg, legacy) {
 		want := legacy.DeepCopy()
 		want.Spec.Replicas = plan.LegacyReplicas
 		if err := c.writeDeployment(ctx, legacy, want); err != nil {
@@ -307,48 +280,24 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, ns, name string) er
 	return nil
 }
 
-// colorPods lists the pods of workload ns/name by color.
-func (c *Controller) colorPods(ctx context.Context, ns, name string) (map[strategies.Color][]strategies.Pod, error) {
-	list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{contract.LabelWorkload: name}.String() + "," + contract.LabelColor})
-	if err != nil {
-		return nil, fmt.Errorf("list the pods of %s/%s: %w", ns, name, err)
-	}
+// colorPods returns the pods of workload w by color.
+func colorPods(w *workload) map[strategies.Color][]strategies.Pod {
 	pods := map[strategies.Color][]strategies.Pod{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		color := strategies.Color(p.Labels[contract.LabelColor])
-		pods[color] = append(pods[color], podState(p))
+	for _, p := range w.pods {
+		if color := strategies.Color(p.Labels[contract.LabelColor]); color != "" {
+			pods[color] = append(pods[color], podState(p))
+		}
 	}
-	return pods, nil
+	return pods
 }
 
 // stillServing reports whether the active Service still has ready
-// endpoints among d's pods; on error it says yes, which only delays. Before
-// the first swap the Service selects no color and serves every color's
-// pods: scaling one down is then the plan's intent, not a race.
-func (c *Controller) stillServing(ctx context.Context, bg *blueGreen, d *appsv1.Deployment) bool {
+// endpoints among d's pods. Before the first swap the Service selects no
+// color and serves every color's pods: scaling one down is then the plan's
+// intent, not a race.
+func stillServing(bg *blueGreen, d *appsv1.Deployment) bool {
 	if bg.active.Spec.Selector[contract.LabelColor] == "" {
 		return false
 	}
-	served, err := c.servedBy(ctx, bg.ns, bg.active.Name, d.Name)
-	if err != nil {
-		c.log.Info("cannot read endpoints; scale-down deferred", "workload", bg.ns+"/"+bg.name, "err", err)
-		return true
-	}
-	return served
-}
-
-// scaleDownDelay reads plimsoll.dev/scale-down-delay, DefaultScaleDownDelay
-// when absent.
-func scaleDownDelay(a map[string]string) (time.Duration, error) {
-	v, ok := a[contract.AnnotationScaleDownDelay]
-	if !ok {
-		return DefaultScaleDownDelay, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, &inputError{fmt.Sprintf("annotation %s: %q is not a duration like 30s or 5m", contract.AnnotationScaleDownDelay, v)}
-	}
-	return d, nil
+	return bg.w.servedBy(bg.active.Name, d.Name)
 }

@@ -2,14 +2,10 @@ package rollout
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -18,80 +14,72 @@ import (
 // canary is the live state of a canary workload as read for one step.
 type canary struct {
 	ns, name       string
+	w              *workload
 	stable, canary *appsv1.Deployment
 	service        *corev1.Service
-	pods           []corev1.Pod
 }
 
-// readCanary reads the Deployments, the Service and the canary pods of
-// workload ns/name; annotations (Git's, or the stable Deployment's) name
-// the Service and the steps.
-func (c *Controller) readCanary(ctx context.Context, ns, name string, annotations map[string]string) (*canary, []strategies.Step, error) {
-	cy := &canary{ns: ns, name: name}
-	var err error
-	if cy.stable, err = c.getDeployment(ctx, ns, name); err != nil {
-		return nil, nil, err
-	}
-	if cy.canary, err = c.getDeployment(ctx, ns, name+"-canary"); err != nil {
-		return nil, nil, err
-	}
+// readCanary takes the Deployments and the Service of a canary workload
+// from w; annotations (Git's, or the stable Deployment's) name the Service
+// and the steps. An unnamed or missing Service, or steps that do not
+// parse, are an input error.
+func readCanary(w *workload, annotations map[string]string) (*canary, []strategies.Step, error) {
+	cy := &canary{ns: w.ns, name: w.name, w: w, stable: w.deployment(""), canary: w.deployment(contract.SuffixCanary)}
 	if annotations == nil {
 		annotations = annotationsOf(cy.stable)
 	}
-	if cy.service, err = c.getService(ctx, ns, annotations, contract.AnnotationService); err != nil {
+	var err error
+	if cy.service, err = serviceOf(w, annotations, contract.AnnotationService); err != nil {
 		return cy, nil, err
 	}
 	steps, err := canarySteps(annotations)
-	if err != nil {
-		return cy, nil, err
-	}
-	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{
-		contract.LabelWorkload: name, contract.LabelTrack: contract.TrackCanary}.String()})
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the canary pods of %s/%s: %w", ns, name, err)
-	}
-	cy.pods = pods.Items
-	return cy, steps, nil
+	return cy, steps, err
 }
 
-// canarySteps parses plimsoll.dev/steps, strategies.DefaultSteps when absent.
-func canarySteps(a map[string]string) ([]strategies.Step, error) {
-	v, ok := a[contract.AnnotationSteps]
-	if !ok {
-		v = strategies.DefaultSteps
+// reconcileCanary reconciles a canary workload: with an intent that its
+// Deployments do not hold yet, it writes that first (takeCanary); then one
+// step of the plan.
+func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent) error {
+	var git map[string]string
+	if in.git != nil {
+		git = in.git.Annotations
 	}
-	steps, err := strategies.ParseSteps(v)
+	cy, steps, err := readCanary(w, git)
 	if err != nil {
-		return nil, &inputError{fmt.Sprintf("annotation %s: %v", contract.AnnotationSteps, err)}
+		return c.markInvalid(ctx, w, err, git, cy.stable, cy.canary)
 	}
-	return steps, nil
-}
-
-// syncCanary takes a commit's canary Deployment: the stable Deployment is
-// created from Git when absent, else gets Git's metadata; the Git template
-// goes to <name>-canary with the commit as its change cause; then the
-// workload is reconciled once.
-func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
-	cy, _, err := c.readCanary(ctx, git.Namespace, git.Name, git.Annotations)
-	if err != nil {
-		if cy == nil {
+	if in.git != nil {
+		wrote, err := c.takeCanary(ctx, cy, in)
+		if err != nil {
 			return err
 		}
-		return c.invalid(ctx, err, git.Annotations, cy.stable, cy.canary)
+		if wrote {
+			// Plan the first step from what was just written.
+			if cy, steps, err = readCanary(c.observe(w.ns, w.name, git), git); err != nil {
+				return err
+			}
+		}
 	}
+	return c.stepCanary(ctx, cy, steps)
+}
+
+// takeCanary writes a canary workload's intent: the stable Deployment is
+// created from Git when absent, else gets Git's metadata; the Git template
+// goes to <name>-canary with the commit as its change cause; every
+// Deployment gets the status of the hand-off (see strategies.HandOver). It
+// reports whether it wrote anything.
+func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
+	git, commit, subject := in.git, in.commit, in.subject
+	wrote := false
 	recorded, err := strategies.ReadStatus(annotationsOf(cy.stable))
 	if err != nil {
-		return err
+		return false, err
 	}
 	state := readState(annotationsOf(cy.stable))
 	state.Replicas = desiredReplicas(git)
 	desired := strategies.TemplateHash(git.Spec.Template)
-	decision := strategies.DecideRevision(recorded, desired)
-	status := recorded
-	status.Commit = commit
+	status, decision := strategies.HandOver(recorded, desired, commit)
 	if decision.Action == strategies.RevisionNew {
-		status = strategies.Status{Revision: decision.Revision, Hash: desired, FailedHash: recorded.FailedHash, Commit: commit,
-			Phase: strategies.PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
 		state.Step, state.StepSince = 0, time.Time{}
 	}
 	annotations := state.annotations(status)
@@ -106,8 +94,11 @@ func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git
 		stable = refresh(cy.stable, git)
 	}
 	stamp(stable, annotations, strategies.RoleStable)
-	if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {
-		return err
+	if cy.stable == nil || !holds(cy.stable, stable) {
+		if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {
+			return false, err
+		}
+		wrote = true
 	}
 
 	var want *appsv1.Deployment
@@ -127,25 +118,22 @@ func (c *Controller) syncCanary(ctx context.Context, commit, subject string, git
 	}
 	if want != nil {
 		stamp(want, annotations, strategies.RoleCanary)
-		if err := c.writeDeployment(ctx, cy.canary, want); err != nil {
-			return err
+		if cy.canary == nil || !holds(cy.canary, want) {
+			if err := c.writeDeployment(ctx, cy.canary, want); err != nil {
+				return wrote, err
+			}
+			wrote = true
 		}
 	}
-	return c.reconcileCanary(ctx, git.Namespace, git.Name)
+	return wrote, nil
 }
 
-// reconcileCanary plans and executes one step of a canary workload. Pod
+// stepCanary plans and executes one step of a canary workload. Pod
 // labels go first, so that stable scales down only for canary pods that
 // already serve and an abort takes the canary's traffic away before
 // anything else; then the Service, then the Deployments.
-func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error {
-	cy, steps, err := c.readCanary(ctx, ns, name, nil)
-	if err != nil {
-		if cy == nil {
-			return err
-		}
-		return c.settleInvalid(ns, name, c.invalid(ctx, err, nil, cy.stable, cy.canary))
-	}
+func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strategies.Step) error {
+	ns, name := cy.ns, cy.name
 	if cy.stable == nil || isPrimary(cy.stable) {
 		return nil // not created yet, or switched back to rolling
 	}
@@ -160,11 +148,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 		Stable: cy.stable, Canary: cy.canary,
 		ServiceSelectsServing: cy.service.Spec.Selector[contract.LabelServing] == "true",
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
-		Promote: cmd.promote, Abort: cmd.abort, Now: time.Now(),
+		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}
-	for i := range cy.pods {
-		observed.Pods = append(observed.Pods, podState(&cy.pods[i]))
-	}
+	observed.Pods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] == contract.TrackCanary })
 	plan := strategies.PlanCanary(strategies.CanaryDesired{
 		Desired: strategies.Desired{Hash: recorded.Hash, Replicas: &replicas,
 			AutoRollback: autoRollback(cy.stable.Annotations), Commit: recorded.Commit},
@@ -232,29 +218,4 @@ func (c *Controller) reconcileCanary(ctx context.Context, ns, name string) error
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
 	}
 	return nil
-}
-
-// labelPod sets plimsoll.dev/serving on a pod to *value, with
-// plimsoll.dev/served, or removes both when value is nil. A pod gone
-// meanwhile is no error: its replacement is labelled when Ready.
-func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string) error {
-	v := "null"
-	if value != nil {
-		v = fmt.Sprintf("%q", *value)
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
-		contract.LabelServing, v, contract.AnnotationServed, v)
-	_, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil && !isNotFound(err) {
-		return fmt.Errorf("label pod %s serving=%s: %w", pod, v, err)
-	}
-	return nil
-}
-
-// podState is p as the planners see it.
-func podState(p *corev1.Pod) strategies.Pod {
-	ready, since := strategies.PodReadiness(p)
-	serving := p.Labels[contract.LabelServing] == "true"
-	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
-		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
 }

@@ -4,27 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// Keys, values, reasons and defaults of the rollout controller.
+// Keys, values, reasons and defaults of the rollout controller. The
+// plimsoll.dev/ keys are in package contract.
 const (
 	// AnnotationChangeCause is what `kubectl rollout history` lists; the
 	// controller sets it to "<short commit> <subject>".
@@ -45,8 +41,9 @@ const (
 	// ReasonRolloutFailed is the Event reason of a failed revision that is
 	// not rolled back.
 	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonCommand is the Event reason of a command acted on.
-	ReasonCommand = "Command"
+	// ReasonCommand is the Event reason of a command acted on, which the
+	// CLI reads back.
+	ReasonCommand = contract.ReasonCommand
 	// ReasonPhase is the Event reason of a phase change.
 	ReasonPhase = "PhaseChanged"
 
@@ -56,6 +53,9 @@ const (
 	// missed event is made up for.
 	resyncPeriod = 10 * time.Minute
 	shortCommit  = 7
+	// writeMemory is how long the controller prefers a Deployment it wrote
+	// over an older copy in its cache (see recentWrites).
+	writeMemory = time.Minute
 )
 
 // Config wires a Controller.
@@ -73,43 +73,51 @@ type Config struct {
 	// Metrics, when set, records the rollouts' phases, durations,
 	// rollbacks and commands.
 	Metrics *Metrics
+	// Clock tells the time to the planners; the real clock when nil.
+	Clock clock.Clock
+	// Once makes every hand-off wait until the controller has reconciled
+	// the Deployments it took, and writes Events synchronously: what a
+	// one-shot sync needs, which exits right after.
+	Once bool
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
 // takes the Deployments of each synced commit and the reconcile loop that
-// follows their rollouts. Workloads are keyed "namespace/name" and found
-// by the plimsoll.dev/workload label, which the controller puts on every
-// Deployment and pod template it writes.
+// rolls them out. Workloads are keyed "namespace/name" and found by the
+// plimsoll.dev/workload label, which the controller puts on every
+// Deployment and pod template it writes. Every reconcile reads the
+// informers' caches; the API server sees only the writes a plan asks for.
 type Controller struct {
 	client  kubernetes.Interface
 	log     *slog.Logger
 	workers int
+	clock   clock.Clock
+	once    bool
 	// factories are the informer factories: per watched namespace,
-	// Deployments, ReplicaSets and Pods, Services.
+	// Deployments, then the workload-labelled ReplicaSets and Pods, then
+	// Services and EndpointSlices.
 	factories []informers.SharedInformerFactory
 	// views holds the listers by namespace, metav1.NamespaceAll when the
 	// controller watches every namespace.
-	views    map[string]view
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
-	events   record.EventRecorder
-	eventsBC record.EventBroadcaster
-	locks    keyedMutex
-	metrics  *Metrics
-}
-
-// view is what the informers of one namespace (or of all) hold.
-type view struct {
-	deploys appslisters.DeploymentLister
-	rsets   appslisters.ReplicaSetLister
+	views   map[string]view
+	synced  []cache.InformerSynced
+	started chan struct{}
+	queue   workqueue.TypedRateLimitingInterface[string]
+	events  eventRecorder
+	metrics *Metrics
+	// written remembers the Deployments this controller wrote until its
+	// caches have caught up with them.
+	written *recentWrites
+	// intents holds what Git asks of each workload, by key.
+	intents *intents
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
 // Pods watch only objects labelled plimsoll.dev/workload, so memory does
 // not grow with unrelated workloads, and Deployments only of its own sync
-// when cfg.SyncName is set; Services, which carry no such label, are
-// watched whole. With cfg.Namespaces, each namespace gets its own
-// informers.
+// when cfg.SyncName is set; Services and EndpointSlices, which carry no
+// such label, are watched whole. With cfg.Namespaces, each namespace gets
+// its own informers.
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -117,16 +125,22 @@ func New(cfg Config) *Controller {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	bc := record.NewBroadcaster()
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	c := &Controller{
-		client:   cfg.Client,
-		log:      cfg.Log,
-		workers:  cfg.Workers,
-		views:    map[string]view{},
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		events:   bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
-		eventsBC: bc,
-		metrics:  cfg.Metrics,
+		client:  cfg.Client,
+		log:     cfg.Log,
+		workers: cfg.Workers,
+		clock:   cfg.Clock,
+		once:    cfg.Once,
+		views:   map[string]view{},
+		started: make(chan struct{}),
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		events:  newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
+		metrics: cfg.Metrics,
+		written: newRecentWrites(cfg.Clock, writeMemory),
+		intents: newIntents(),
 	}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
@@ -145,70 +159,42 @@ func (c *Controller) watch(cfg Config, ns string) {
 	if cfg.SyncName != "" {
 		ours += "," + contract.LabelSync + "=" + cfg.SyncName
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelWorkload }))
 	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
-	// Services carry no workload label: they are watched unfiltered, and
-	// mapped to the workloads whose annotations name them.
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelWorkload }))
+	// Services and their EndpointSlices carry no workload label: they are
+	// watched unfiltered, and mapped to the workloads whose annotations
+	// name them.
 	serviceFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns))
 
 	deployInformer := deployFactory.Apps().V1().Deployments()
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
 	serviceInformer := serviceFactory.Core().V1().Services()
+	sliceInformer := serviceFactory.Discovery().V1().EndpointSlices()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory)
-	c.views[ns] = view{deploys: deployInformer.Lister(), rsets: rsInformer.Lister()}
+	c.views[ns] = view{
+		deploys:  deployInformer.Lister(),
+		rsets:    rsInformer.Lister(),
+		pods:     podInformer.Lister(),
+		services: serviceInformer.Lister(),
+		slices:   sliceInformer.Lister(),
+	}
 	c.synced = append(c.synced, deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
-		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced)
+		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced)
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
+	_, _ = sliceInformer.Informer().AddEventHandler(onEvery(c.enqueueSliceUsers))
 }
 
-// watches reports whether the controller follows namespace ns.
-func (c *Controller) watches(ns string) bool {
-	_, ok := c.viewOf(ns)
-	return ok
-}
-
-// deployments lists the cached Deployments of namespace ns; none when the
-// controller does not watch it.
-func (c *Controller) deployments(ns string) appslisters.DeploymentNamespaceLister {
-	return c.view(ns).deploys.Deployments(ns)
-}
-
-// replicaSets lists the cached ReplicaSets of namespace ns; none when the
-// controller does not watch it.
-func (c *Controller) replicaSets(ns string) appslisters.ReplicaSetNamespaceLister {
-	return c.view(ns).rsets.ReplicaSets(ns)
-}
-
-// view returns the listers of namespace ns, empty ones when the controller
-// does not watch it.
-func (c *Controller) view(ns string) view {
-	if v, ok := c.viewOf(ns); ok {
-		return v
-	}
-	empty := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	return view{deploys: appslisters.NewDeploymentLister(empty), rsets: appslisters.NewReplicaSetLister(empty)}
-}
-
-// viewOf finds the informers that hold namespace ns: its own, or those of
-// every namespace; ok is false when the controller does not watch it.
-func (c *Controller) viewOf(ns string) (v view, ok bool) {
-	if v, ok = c.views[ns]; !ok {
-		v, ok = c.views[metav1.NamespaceAll]
-	}
-	return v, ok
-}
-
-// Run starts the informers and the workers and blocks until ctx ends.
+// Run starts the informers and the workers and blocks until ctx ends; then
+// it delivers the Events still queued.
 func (c *Controller) Run(ctx context.Context) error {
+	defer c.events.shutdown()
 	defer c.queue.ShutDown()
-	c.eventsBC.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.eventsBC.Shutdown()
 	for _, f := range c.factories {
 		defer f.Shutdown()
 	}
@@ -222,6 +208,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
 	}
+	close(c.started)
 	c.log.Info("rollout controller started", "workers", c.workers)
 	for i := 0; i < c.workers; i++ {
 		go wait.UntilWithContext(ctx, c.work, time.Second)
@@ -230,20 +217,35 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// Started is closed once Run has filled the caches.
+func (c *Controller) Started() <-chan struct{} { return c.started }
+
+// running reports whether Run has filled the caches.
+func (c *Controller) running() bool {
+	select {
+	case <-c.started:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *Controller) work(ctx context.Context) {
 	for c.processNext(ctx) {
 	}
 }
 
 // processNext reconciles one workload: Forget on success, AddRateLimited on
-// error.
+// error. A hand-off waiting for the workload hears how it went.
 func (c *Controller) processNext(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.reconcile(ctx, key); err != nil {
+	err := c.reconcile(ctx, key)
+	c.intents.reconciled(key, err)
+	if err != nil {
 		c.log.Info("reconcile failed; retrying", "workload", key, "err", err)
 		c.queue.AddRateLimited(key)
 		return true
@@ -272,6 +274,9 @@ func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
 // plimsoll.dev/workload label: a Deployment changed, a ReplicaSet scaled, a
 // pod that turns ready or goes away moves the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
+	if c.once {
+		return // a one-shot sync reconciles what it hands over, no more
+	}
 	if m, err := meta.Accessor(obj); err == nil {
 		if name := m.GetLabels()[contract.LabelWorkload]; name != "" {
 			c.queue.Add(m.GetNamespace() + "/" + name)
@@ -283,43 +288,34 @@ func (c *Controller) enqueueWorkload(obj any) {
 // annotations name it: a Service edited or deleted by hand is a workload's
 // business when its strategy steers that Service.
 func (c *Controller) enqueueServiceUsers(obj any) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
+	if m, err := meta.Accessor(obj); err == nil {
+		c.enqueueUsersOf(m.GetNamespace(), m.GetName())
 	}
-	deploys, err := c.deployments(m.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, d := range deploys {
-		for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
-			if d.Annotations[key] == m.GetName() {
-				c.queue.Add(d.Namespace + "/" + d.Labels[contract.LabelWorkload])
-				break
-			}
+}
+
+// enqueueSliceUsers queues the workloads that steer the Service an
+// EndpointSlice belongs to: a blue-green color scales down once the active
+// Service's endpoints have left it.
+func (c *Controller) enqueueSliceUsers(obj any) {
+	if m, err := meta.Accessor(obj); err == nil {
+		if svc := m.GetLabels()[serviceNameLabel]; svc != "" {
+			c.enqueueUsersOf(m.GetNamespace(), svc)
 		}
 	}
 }
 
-// keyedMutex serializes work on one workload: the reconcile loop and a
-// sync's hand-off must not plan the same workload at once.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+// enqueueUsersOf queues the workloads of namespace ns that steer Service
+// service.
+func (c *Controller) enqueueUsersOf(ns, service string) {
+	if c.once {
+		return
+	}
+	for _, key := range c.serviceUsers(ns, service) {
+		c.queue.Add(key)
+	}
 }
 
-// lock locks key and returns its unlock.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*sync.Mutex{}
-	}
-	m, ok := k.locks[key]
-	if !ok {
-		m = &sync.Mutex{}
-		k.locks[key] = m
-	}
-	k.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+// eventFor records an Event about d.
+func (c *Controller) eventFor(d runtime.Object, eventType, reason, message string) {
+	c.events.event(d, eventType, reason, message)
 }

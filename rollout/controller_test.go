@@ -41,7 +41,7 @@ func TestNamespaces(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Fatalf("CheckDeployment error %v, want %q", err, tt.wantErr)
 			}
-			if _, err := c.deployments(tt.deployment).Get("web"); err == nil {
+			if w := c.observe(tt.deployment, "web", nil); w.deployment("") != nil {
 				t.Error("an empty cache holds Deployment web")
 			}
 		})

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,25 +9,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// DeploymentSink takes the Deployments of a synced commit that need a
-// write: new, changed in Git, or drifted from it in the cluster. commit and
-// subject name the commit they came from; each Deployment is as in Git,
-// with its namespace and the plimsoll.dev/sync label set. The sync engine
-// calls it after the commit's other objects are applied, and records the
-// Deployments as applied only when it returns nil.
-//
-// CheckDeployment is asked about every Deployment of a commit before
-// anything of it is applied; an error refuses the whole commit. services
+// DeploymentSink takes the Deployments of a synced commit: the rollout
+// controller rolls them out instead of the sync applying them. The sync
+// engine calls CheckDeployment for every Deployment of a commit before
+// anything of it is applied (an error refuses the whole commit; services
 // names the Services of the Deployment's namespace that the commit
-// applies.
+// applies), and SyncDeployments once the commit's other objects are
+// applied, with each Deployment as in Git (its namespace and the
+// plimsoll.dev/sync label set), once per commit that changed it.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
@@ -36,26 +29,46 @@ type DeploymentSink interface {
 
 var _ DeploymentSink = (*Controller)(nil)
 
-// SyncDeployments plans each Git Deployment against what runs and writes
-// it, in one server-side apply, with the template the plan names (Git's
-// for a new revision, the live one for a refused revision, the previous one
-// for a rollback) and the status annotations. It reads the cluster
-// directly rather than through the informers, so it also works for a
-// one-shot sync with no controller running; the reconcile loop takes over
-// from the write.
+// SyncDeployments takes what Git asks of each workload, given every
+// Deployment of a commit once per commit: a Git Deployment that differs
+// from the one held for its workload becomes the workload's intent (with
+// the commit it came from) and the workload is queued; the reconcile
+// writes what the intent changes. An unchanged one keeps the intent and
+// the commit it had, so a commit that changes nothing of a workload writes
+// nothing to it. A workload whose Deployment left Git is forgotten (the
+// sync prunes it). In once mode (Config.Once) it waits until each queued
+// workload has been reconciled and returns the failures, naming each
+// Deployment and the commit.
 func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
-	var errs []error
+	if c.once && !c.running() {
+		return errors.New("hand Deployments to the rollout controller: it is not running")
+	}
+	keys := make([]string, 0, len(desired))
+	var waits []<-chan error
+	var queued []*appsv1.Deployment
 	for _, d := range desired {
-		// The progressive strategies read and update: a write that lost
-		// a race with the Deployment controller's status is read again.
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			return c.syncDeployment(ctx, commit, subject, d)
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %.7s: %w", d.Namespace, d.Name, commit, err))
+		key := d.Namespace + "/" + d.Name
+		keys = append(keys, key)
+		if !c.intents.take(key, d.DeepCopy(), commit, subject) {
 			continue
 		}
-		c.queue.Add(d.Namespace + "/" + d.Name)
+		if c.once {
+			waits = append(waits, c.intents.wait(key))
+			queued = append(queued, d)
+		}
+		c.queue.Add(key)
+	}
+	c.intents.keepOnly(keys)
+	var errs []error
+	for i, ch := range waits {
+		select {
+		case err := <-ch:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %.7s: %w", queued[i].Namespace, queued[i].Name, commit, err))
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the rollout controller: %w", ctx.Err())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -64,49 +77,68 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 // out as written: a namespace the controller does not watch (see
 // Config.Namespaces), an unknown strategy, an annotation value that does not
 // parse, a Service the strategy needs that is unnamed, or neither in the
-// commit (services) nor in the cluster. A refusal of a blue-green or canary
-// workload is also recorded on its live Deployments, phase Degraded and the
-// error as message, which the pods do not notice.
+// commit (services) nor in the cluster. It writes nothing. A blue-green or
+// canary workload that runs already and is refused is queued: its reconcile
+// marks it Degraded with the error, and holds it as it is until Git
+// changes; the pods do not notice.
 func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
 	if !c.watches(git.Namespace) {
 		return fmt.Errorf("namespace %q is not one the rollout controller watches", git.Namespace)
 	}
+	key := git.Namespace + "/" + git.Name
 	err := checkAnnotations(git.Annotations)
 	if err == nil {
 		err = c.checkServices(ctx, git, services)
 	}
 	if err == nil {
+		if c.intents.accept(key) {
+			c.queue.Add(key)
+		}
 		return nil
 	}
-	if strategy := git.Annotations[contract.AnnotationStrategy]; !isInputError(err) || (strategy != contract.StrategyBlueGreen && strategy != contract.StrategyCanary) {
-		// A rolling workload's status is the rolling plan's to write; the
-		// refusal shows in the sync status.
-		return err
-	}
-	var live []*appsv1.Deployment
-	for _, name := range workloadDeployments(git) {
-		d, gerr := c.getDeployment(ctx, git.Namespace, name)
-		if gerr != nil {
-			return errors.Join(err, gerr)
+	strategy := git.Annotations[contract.AnnotationStrategy]
+	if isInputError(err) && (strategy == contract.StrategyBlueGreen || strategy == contract.StrategyCanary) && c.running() {
+		if c.intents.refuse(key, git.DeepCopy(), err) {
+			c.queue.Add(key)
 		}
-		live = append(live, d)
 	}
-	return c.invalid(ctx, err, git.Annotations, live...)
+	return err
 }
 
 // checkServices checks that the Services git's strategy steers exist, or
-// come with the commit (services).
+// come with the commit (services). It reads the controller's cache; a
+// controller that does not run (plimsoll diff) asks the API server.
 func (c *Controller) checkServices(ctx context.Context, git *appsv1.Deployment, services []string) error {
-	for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
+	for _, key := range serviceKeys {
 		name := git.Annotations[key]
 		if name == "" || slices.Contains(services, name) || !steers(git.Annotations[contract.AnnotationStrategy], key) {
 			continue
 		}
-		if _, err := c.getService(ctx, git.Namespace, git.Annotations, key); err != nil {
+		exists, err := c.serviceExists(ctx, git.Namespace, name)
+		if err != nil {
 			return err
+		}
+		if !exists {
+			return missingService(key, name, git.Namespace)
 		}
 	}
 	return nil
+}
+
+// serviceExists reports whether Service ns/name exists.
+func (c *Controller) serviceExists(ctx context.Context, ns, name string) (bool, error) {
+	if v, ok := c.viewOf(ns); ok && c.running() {
+		_, err := v.services.Services(ns).Get(name)
+		return err == nil, nil
+	}
+	_, err := c.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read Service %s: %w", name, err)
+	}
+	return true, nil
 }
 
 // steers reports whether strategy uses the Service named by annotation key.
@@ -120,110 +152,68 @@ func steers(strategy, key string) bool {
 	return false
 }
 
-// syncDeployment hands one Git Deployment to its strategy.
-func (c *Controller) syncDeployment(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
-	defer c.locks.lock(git.Namespace + "/" + git.Name)()
-	switch strategy := git.Annotations[contract.AnnotationStrategy]; strategy {
-	case "", contract.StrategyRolling:
-		return c.syncRolling(ctx, commit, subject, git)
-	case contract.StrategyBlueGreen:
-		return c.syncBlueGreen(ctx, commit, subject, git)
-	case contract.StrategyCanary:
-		return c.syncCanary(ctx, commit, subject, git)
-	default:
-		return fmt.Errorf("annotation %s: unknown strategy %q (want %s, %s or %s)",
-			contract.AnnotationStrategy, strategy, contract.StrategyRolling, contract.StrategyBlueGreen, contract.StrategyCanary)
+// ServingDeployment returns the live Deployment that serves a Git
+// Deployment, for `plimsoll diff` to compare it with, or nil to compare the
+// Git Deployment with its live namesake like any other object. It reads
+// the API server (diff runs without the controller's caches) and writes
+// nothing. It is not nil in two cases:
+//   - a blue-green workload: the active color (role active), renamed to
+//     Git's name and without the color in its selector and template, so
+//     that it reads like the Git Deployment it came from (nil while no
+//     color serves);
+//   - a Git template the controller refuses (its hash is the workload's
+//     failed-hash): the serving Deployment with Git's template in place of
+//     the one that runs, since the refusal, not the sync, keeps it out.
+func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
+	serving, err := c.servingAs(ctx, git)
+	if err != nil || serving == nil {
+		return nil, err
 	}
+	st, err := strategies.ReadStatus(serving.Annotations)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.FailedHash != "" && st.FailedHash == strategies.TemplateHash(git.Spec.Template):
+		serving.Spec.Template = *git.Spec.Template.DeepCopy()
+	case git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen:
+		return nil, nil // its namesake, as it runs
+	}
+	return serving, nil
 }
 
-// syncRolling writes a rolling Deployment as its plan says.
-func (c *Controller) syncRolling(ctx context.Context, commit, subject string, git *appsv1.Deployment) error {
-	live, err := c.client.AppsV1().Deployments(git.Namespace).Get(ctx, git.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return fmt.Errorf("read the live Deployment: %w", err)
+// servingAs returns the live Deployment that serves Git Deployment git
+// under Git's name: the active blue-green color, renamed, or the namesake.
+func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
+	if git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
+		return c.getDeployment(ctx, git.Namespace, git.Name)
 	}
-	recorded := strategies.Status{}
-	var rsets []*appsv1.ReplicaSet
-	if live != nil {
-		if recorded, err = strategies.ReadStatus(live.Annotations); err != nil {
-			return err
-		}
-		list, err := c.client.AppsV1().ReplicaSets(git.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{contract.LabelWorkload: git.Name}.String(),
-		})
+	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen} {
+		d, err := c.getDeployment(ctx, git.Namespace, git.Name+suffix)
 		if err != nil {
-			return fmt.Errorf("list the ReplicaSets: %w", err)
+			return nil, err
 		}
-		for i := range list.Items {
-			rsets = append(rsets, &list.Items[i])
+		if d == nil || d.Annotations[contract.AnnotationRole] != contract.RoleActive {
+			continue
 		}
-	}
-	if !isPrimary(live) && c.hasDeployment(git.Namespace, git.Name, "-blue", "-green") {
-		// Switching from blue-green, whose status is on the colors: the
-		// revisions count on from there.
-		if recorded, err = c.latestStatus(ctx, git.Namespace, git.Name, recorded); err != nil {
-			return err
+		d.Name = git.Name
+		if d.Spec.Selector != nil {
+			delete(d.Spec.Selector.MatchLabels, contract.LabelColor)
 		}
+		delete(d.Spec.Template.Labels, contract.LabelColor)
+		return d, nil
 	}
-	want := strategies.Desired{
-		Hash:         strategies.TemplateHash(git.Spec.Template),
-		Replicas:     git.Spec.Replicas,
-		AutoRollback: autoRollback(git.Annotations),
-		Commit:       commit,
-	}
-	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: rsets})
-	if plan.Template == strategies.TemplateLive && live == nil {
-		c.log.Info("not creating a Deployment whose template is refused", "workload", git.Namespace+"/"+git.Name)
-		return nil
-	}
+	return nil, nil
+}
 
-	keep := map[string]string{}
-	if live != nil && !isPrimary(live) {
-		// The workload was blue-green or canary: <name> becomes the
-		// primary, and what the previous strategy left goes once it is
-		// Healthy (see retireProgressive).
-		if keep, err = c.retireFromRolling(ctx, live, git); err != nil {
-			return err
-		}
+// getDeployment reads a Deployment from the API server; nil when it does
+// not exist. Only ServingDeployment, for plimsoll diff, reads this way.
+func (c *Controller) getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-
-	obj := git.DeepCopy()
-	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-	obj.Status = appsv1.DeploymentStatus{}
-	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
-	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
-	for k, v := range plan.Status.Annotations() {
-		setAnnotation(&obj.ObjectMeta, k, v)
-	}
-	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, string(strategies.RolePrimary))
-	switch plan.Template {
-	case strategies.TemplateGit:
-		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
-	case strategies.TemplateLive:
-		obj.Spec.Template = live.Spec.Template
-		keepAnnotation(obj, live, AnnotationChangeCause)
-	case strategies.TemplateRollback:
-		obj.Spec.Template = workloadTemplate(plan.Rollback.Template, git.Name)
-		keepAnnotation(obj, live, AnnotationChangeCause)
-	}
-	for k, v := range keep {
-		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
-	}
-	body, err := json.Marshal(obj)
 	if err != nil {
-		return fmt.Errorf("encode the Deployment: %w", err)
+		return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, name, err)
 	}
-	force := true
-	_, err = c.client.AppsV1().Deployments(git.Namespace).Patch(ctx, git.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-	if err != nil {
-		return fmt.Errorf("apply: %w", err)
-	}
-	c.log.Info("applied workload", "workload", git.Namespace+"/"+git.Name, "revision", plan.Status.Revision,
-		"commit", short(commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
-	return nil
+	return d, nil
 }

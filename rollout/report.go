@@ -38,16 +38,16 @@ func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, s
 	c.metrics.observe(obj.Namespace, name, strategy, status, time.Now())
 	if out.cmd.name != "" {
 		c.metrics.command(out.cmd.name)
-		c.events.Event(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.name, out.cmd.describe(out.acted)))
+		c.eventFor(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.name, out.cmd.describe(out.acted)))
 	}
 	switch {
 	case out.rolledBack:
 		c.metrics.rolledBack(strategy)
-		c.events.Event(obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
+		c.eventFor(obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
 	case newlyFailed(recorded, status):
-		c.events.Event(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
+		c.eventFor(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
 	case status.Phase != recorded.Phase:
-		c.events.Event(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
+		c.eventFor(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
 	}
 }
 

@@ -110,7 +110,7 @@ type BlueGreenPlan struct {
 func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
 	plan := planBlueGreen(desired, recorded, o)
 	// A promote that comes before the new color is ready waits for it.
-	target := targetColor(desired.Hash, o)
+	target := TargetColor(desired.Hash, o)
 	plan.Pending = o.Promote && plan.Acted == "" && target != o.Active && plan.Status.FailedHash != desired.Hash
 	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
 	return plan
@@ -126,7 +126,7 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		Roles:       map[Color]Role{},
 		ScaleDownAt: o.ScaleDownAt,
 	}
-	target, active := targetColor(desired.Hash, o), o.Active
+	target, active := TargetColor(desired.Hash, o), o.Active
 	inFlight := target != active || (!o.ScaleDownAt.IsZero() && !scaledDown(o.Deployment(active.Other())))
 	if o.Abort && decision.Action != RevisionRefused && inFlight {
 		plan.Status.FailedHash = desired.Hash
@@ -199,11 +199,11 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	return plan
 }
 
-// targetColor is the color that carries, or is to carry, the Git template
+// TargetColor is the color that carries, or is to carry, the Git template
 // of hash: the active color when it already does (the revision is live),
 // else a color that already carries it when no color is active yet, else
 // the other color than the active one (blue when none is active).
-func targetColor(hash string, o BlueGreenObserved) Color {
+func TargetColor(hash string, o BlueGreenObserved) Color {
 	if o.Active != "" {
 		if hashOf(o.Deployment(o.Active)) == hash {
 			return o.Active

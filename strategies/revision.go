@@ -1,5 +1,7 @@
 package strategies
 
+import "fmt"
+
 // RevisionAction is what a desired template means for the recorded
 // revision: RevisionSame, RevisionNew or RevisionRefused.
 type RevisionAction int
@@ -68,4 +70,22 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 	default:
 		return RevisionDecision{Action: RevisionNew, Revision: recorded.Revision + 1}
 	}
+}
+
+// HandOver is what a workload records when Git hands over a template of
+// hash from commit: the decision (see DecideRevision), and the status to
+// record at once. A new revision starts Progressing with the message
+// "rolling out revision N" and keeps the recorded failed hash; the same or
+// a refused template keeps the recorded status with the new commit.
+// Worked through: recorded revision 3 at hash H, Git hands over H' from
+// commit C: revision 4, hash H', commit C, Progressing.
+func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
+	decision := DecideRevision(recorded, hash)
+	status := recorded
+	status.Commit = commit
+	if decision.Action == RevisionNew {
+		status = Status{Revision: decision.Revision, Hash: hash, FailedHash: recorded.FailedHash, Commit: commit,
+			Phase: PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
+	}
+	return status, decision
 }

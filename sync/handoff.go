@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,14 +46,13 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 	return errors.Join(errs...)
 }
 
-// handOff gives the rollout controller the Deployments of the commit that
-// need a write (new, changed in Git, or drifted), typed. A Deployment the
-// controller serves under other names (a blue-green color) has no live
-// namesake, so the plan always finds it missing, and one whose template
-// the controller refuses (a failed revision) always differs from its
-// namesake: such a Deployment is handed off only when Git changed it since
-// inv or the Deployment serving it drifted (see
-// DeploymentSink.ServingDeployment).
+// handOff gives the rollout controller every Deployment of the commit,
+// typed, once per commit: not again while the same commit is synced, and
+// again after a sync that failed (see Syncer.handedOff). The controller
+// takes what changed and writes what its rollout asks for; the sync decides
+// nothing about the controller's objects. Only the Deployments that Git
+// changed since inv (or that are new) count as changes of this sync; the
+// others are marked as needing nothing.
 func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
 	if s.cfg.Deployments == nil {
 		return nil, nil
@@ -62,7 +60,7 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	var items []*apply.Item
 	var deploys []*appsv1.Deployment
 	var errs []error
-	for _, it := range plan.Writes() {
+	for _, it := range plan.Items {
 		if !isDeployment(it) {
 			continue
 		}
@@ -71,48 +69,29 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: err.Error()})
 			continue
 		}
-		if prev, known := inv[it.Key()]; known && prev.Hash == it.Hash {
-			served, err := s.servedAsIs(ctx, it, d)
-			if err != nil {
-				errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: err.Error()})
-				continue
-			}
-			if served {
-				it.Action = apply.ActionNone
-				continue
-			}
-		}
 		items, deploys = append(items, it), append(deploys, d)
 	}
-	// One Deployment a call, so that a refusal names the file and document;
-	// handOffWorkers calls at a time.
-	failed := make([]error, len(items))
-	var g errgroup.Group
-	g.SetLimit(handOffWorkers)
-	for i, it := range items {
-		g.Go(func() error {
-			if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, []*appsv1.Deployment{deploys[i]}); err != nil {
-				failed[i] = &manifest.Error{Origin: it.Object.Origin, Reason: fmt.Sprintf("hand Deployment %s to the rollout controller: %v", it.Key(), err)}
-			}
-			return nil
-		})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-	_ = g.Wait() // every failure is in failed
-	var changes []apply.Change
-	for i, it := range items {
-		if failed[i] == nil {
-			changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
+	if s.handedOff != commit.Hash {
+		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deploys); err != nil {
+			return nil, fmt.Errorf("hand the Deployments to the rollout controller: %w", err)
 		}
+		s.handedOff = commit.Hash
 	}
-	return changes, errors.Join(append(errs, failed...)...)
-}
-
-// servedAsIs reports whether the Deployment the controller serves Git
-// Deployment d (item it) with holds every field Git sets: nothing to hand
-// off.
-func (s *Syncer) servedAsIs(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (bool, error) {
-	serving, err := s.serving(ctx, it, d)
-	return serving != nil && apply.InSync(serving.Object, it.Object.Obj.Object), err
+	var changes []apply.Change
+	for _, it := range items {
+		if prev, known := inv[it.Key()]; known && prev.Hash == it.Hash {
+			it.Action = apply.ActionNone // unchanged in Git: the controller keeps it as Git says
+			continue
+		}
+		if it.Action == apply.ActionNone || it.Action == apply.ActionRestore {
+			it.Action = apply.ActionUpdate
+		}
+		changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
+	}
+	return changes, nil
 }
 
 // servingDiff compares a Git Deployment that the rollout controller runs

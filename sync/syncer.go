@@ -36,8 +36,6 @@ const (
 	ReasonHeld = "SyncHeld"
 
 	shortHash = 7
-	// handOffWorkers is how many Deployments are handed over at once.
-	handOffWorkers = 8
 )
 
 // ErrHeld is returned by SyncOnce when a sync window holds the change: the
@@ -51,11 +49,9 @@ type Source interface {
 	Snapshot(ctx context.Context, hash string) (*source.Snapshot, error)
 }
 
-// DeploymentSink takes the Deployments of a synced commit that need a write
-// (new, changed in Git, or drifted from it): the rollout controller rolls
-// them out instead of sync applying them. commit and subject name the
-// commit they came from. The interface mirrors the one package rollout
-// implements; cmd/plimsoll wires the two.
+// DeploymentSink takes the Deployments of a synced commit: the rollout
+// controller rolls them out instead of sync applying them. The interface
+// mirrors the one package rollout implements; cmd/plimsoll wires the two.
 //
 // CheckDeployment is asked about every Deployment of a commit before
 // anything of the commit is applied: an error (an unknown strategy, a bad
@@ -63,13 +59,15 @@ type Source interface {
 // commit) fails the whole commit, as an invalid manifest does. services
 // names the Services of the Deployment's namespace in the commit.
 //
-// ServingDeployment returns the live Deployment to compare a Git
-// Deployment with, for `plimsoll diff` and to tell whether an unchanged
-// Git Deployment needs handing over again: the one the sink serves it
-// with under another name (a blue-green color), renamed to Git's name, or
-// with Git's template in place of the running one when the sink refuses
-// Git's (a failed revision); nil to compare the Git Deployment with its
-// namesake like any other object.
+// SyncDeployments is given every Deployment of a commit once its other
+// objects are applied, once per commit: the controller takes what Git
+// asks and writes what the rollout needs. An error fails the sync.
+//
+// ServingDeployment, for `plimsoll diff` only, returns the live Deployment
+// to compare a Git Deployment with: the one the sink serves it with under
+// another name (a blue-green color), renamed to Git's name, or with Git's
+// template in place of the running one when the sink refuses Git's (a
+// failed revision); nil to compare the Git Deployment with its namesake.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
@@ -116,6 +114,9 @@ type Syncer struct {
 	cfg     Config
 	trigger chan struct{}
 	ready   chan struct{}
+	// handedOff is the commit whose Deployments the rollout controller
+	// was last handed; "" after a failed sync.
+	handedOff string
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -415,6 +416,7 @@ func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) in
 // failed records a failed sync of commit head: nothing of it was applied
 // (or, for an apply error, not all of it), and nothing was pruned.
 func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
+	s.handedOff = "" // the next good commit is handed over in full again
 	st := prev
 	st.State = contract.SyncFailed
 	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))

@@ -68,7 +68,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d, err := wire(&o.sourceOptions, log, reg)
+	d, err := wire(&o.sourceOptions, log, reg, false)
 	if err != nil {
 		return err
 	}

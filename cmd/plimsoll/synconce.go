@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -26,14 +27,32 @@ func newSyncCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, err := wire(o, log, nil)
+			d, err := wire(o, log, nil, true)
 			if err != nil {
 				return err
 			}
-			return d.syncer.SyncOnce(ctx)
+			return d.syncOnce(ctx)
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "run one sync and exit")
 	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+// syncOnce runs one sync with the rollout controller running beside it, so
+// that the Deployments it hands over are rolled out from the controller's
+// caches; the controller stops (its Events written) before it returns.
+func (d *daemon) syncOnce(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.rollouts.Run(ctx) }()
+	select {
+	case <-d.rollouts.Started():
+	case err := <-stopped:
+		cancel()
+		return err
+	}
+	err := d.syncer.SyncOnce(ctx)
+	cancel()
+	return errors.Join(err, <-stopped)
 }

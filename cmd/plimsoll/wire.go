@@ -33,7 +33,10 @@ type daemon struct {
 }
 
 // wire builds the syncer and its parts from the flags.
-func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemon, error) {
+// With once, the rollout controller works for a one-shot sync: it
+// reconciles only what the sync hands over, and the hand-off waits for it
+// (see rollout.Config.Once).
+func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool) (*daemon, error) {
 	srcCfg, err := o.sourceConfig()
 	if err != nil {
 		return nil, err
@@ -75,7 +78,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer) (*daemo
 	if reg != nil {
 		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
-	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces, Metrics: rolloutMetrics})
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces, Metrics: rolloutMetrics, Clock: clk, Once: once})
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,

@@ -1,0 +1,130 @@
+package rollout
+
+import (
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// intent is what Git asks of a workload, as the sync last handed it over:
+// the Git Deployment and the commit it came from, or the reason the
+// commit's Deployment was refused.
+type intent struct {
+	git             *appsv1.Deployment
+	commit, subject string
+	// refused is the input error that refused the workload's Deployment
+	// in the latest commit; the workload then holds as it is, Degraded
+	// with the error, until Git changes.
+	refused error
+	// refusedGit is the refused Git Deployment.
+	refusedGit *appsv1.Deployment
+}
+
+// intents holds the intent of each workload, by key, in memory: a daemon
+// that starts again is handed every Deployment by its first sync. Until
+// then a workload goes on from the state recorded on its objects.
+type intents struct {
+	mu    sync.Mutex
+	byKey map[string]intent
+	// waiting are the hand-offs waiting for a workload's next reconcile
+	// (once mode).
+	waiting map[string][]chan error
+}
+
+func newIntents() *intents {
+	return &intents{byKey: map[string]intent{}, waiting: map[string][]chan error{}}
+}
+
+// get returns the intent of key.
+func (i *intents) get(key string) (intent, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	in, ok := i.byKey[key]
+	return in, ok
+}
+
+// take records git, of commit, as the intent of key, unless the intent
+// holds the same Git Deployment already; a refusal recorded before is
+// over. It reports whether the intent changed.
+func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if in, ok := i.byKey[key]; ok && in.refused == nil && in.git != nil && equality.Semantic.DeepEqual(in.git, git) {
+		return false
+	}
+	i.byKey[key] = intent{git: git, commit: commit, subject: subject}
+	return true
+}
+
+// keepOnly forgets the intents of every workload but keys: their
+// Deployments left Git.
+func (i *intents) keepOnly(keys []string) {
+	keep := make(map[string]bool, len(keys))
+	for _, key := range keys {
+		keep[key] = true
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for key := range i.byKey {
+		if !keep[key] {
+			delete(i.byKey, key)
+		}
+	}
+}
+
+// refuse records that Git's Deployment of key is refused for err; what was
+// handed over before stays the intent underneath. It reports whether the
+// refusal is new.
+func (i *intents) refuse(key string, git *appsv1.Deployment, err error) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	in := i.byKey[key]
+	same := in.refused != nil && in.refused.Error() == err.Error()
+	in.refused, in.refusedGit = err, git
+	i.byKey[key] = in
+	return !same
+}
+
+// accept forgets a refusal of key: its Git Deployment passed the checks.
+// It reports whether there was one.
+func (i *intents) accept(key string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	in, ok := i.byKey[key]
+	if !ok || in.refused == nil {
+		return false
+	}
+	in.refused, in.refusedGit = nil, nil
+	if in.git == nil {
+		delete(i.byKey, key)
+	} else {
+		i.byKey[key] = in
+	}
+	return true
+}
+
+// wait returns a channel that receives the outcome of key's next
+// reconcile.
+func (i *intents) wait(key string) <-chan error {
+	ch := make(chan error, 1)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.waiting[key] = append(i.waiting[key], ch)
+	return ch
+}
+
+// reconciled tells the hand-offs waiting for key how its reconcile went. A
+// conflict is not an outcome: the reconcile runs again on fresh state.
+func (i *intents) reconciled(key string, err error) {
+	if apierrors.IsConflict(err) {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, ch := range i.waiting[key] {
+		ch <- err
+	}
+	delete(i.waiting, key)
+}

@@ -1,0 +1,252 @@
+package rollout
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// serviceNameLabel names, on an EndpointSlice, the Service it belongs to.
+const serviceNameLabel = discoveryv1.LabelServiceName
+
+// view is what the informers of one namespace (or of all) hold.
+type view struct {
+	deploys  appslisters.DeploymentLister
+	rsets    appslisters.ReplicaSetLister
+	pods     corelisters.PodLister
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+}
+
+// viewOf finds the informers that hold namespace ns: its own, or those of
+// every namespace; ok is false when the controller does not watch it.
+func (c *Controller) viewOf(ns string) (v view, ok bool) {
+	if v, ok = c.views[ns]; !ok {
+		v, ok = c.views[metav1.NamespaceAll]
+	}
+	return v, ok
+}
+
+// watches reports whether the controller follows namespace ns.
+func (c *Controller) watches(ns string) bool {
+	_, ok := c.viewOf(ns)
+	return ok
+}
+
+// workload is the observed state of one workload, read from the caches
+// for one reconcile: every Deployment labelled with it (by name), the
+// ReplicaSets and pods labelled with it, and the Services its Deployments'
+// annotations (or Git's) name, with the pods their EndpointSlices hold as
+// ready. Nothing in it may be changed: it is the caches' own objects.
+type workload struct {
+	ns, name string
+	deploys  map[string]*appsv1.Deployment
+	rsets    []*appsv1.ReplicaSet
+	pods     []*corev1.Pod
+	services map[string]*corev1.Service
+	// ready holds, by Service name, the pods its EndpointSlices list as
+	// ready, sorted.
+	ready map[string][]string
+}
+
+// deployment returns the workload's Deployment name+suffix, nil when
+// there is none.
+func (w *workload) deployment(suffix string) *appsv1.Deployment {
+	return w.deploys[w.name+suffix]
+}
+
+// observe reads workload ns/name from the caches. serviceKeys' values in
+// annotations (Git's, or else those of the workload's Deployments) name
+// the Services to read.
+func (c *Controller) observe(ns, name string, annotations map[string]string) *workload {
+	w := &workload{ns: ns, name: name, deploys: map[string]*appsv1.Deployment{},
+		services: map[string]*corev1.Service{}, ready: map[string][]string{}}
+	v, ok := c.viewOf(ns)
+	if !ok {
+		return w
+	}
+	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name})
+	deploys, _ := v.deploys.Deployments(ns).List(sel)
+	for _, d := range deploys {
+		w.deploys[d.Name] = c.written.newest(d)
+	}
+	for _, d := range c.written.created(ns, name) {
+		if w.deploys[d.Name] == nil {
+			w.deploys[d.Name] = d
+		}
+	}
+	w.rsets, _ = v.rsets.ReplicaSets(ns).List(sel)
+	w.pods, _ = v.pods.Pods(ns).List(sel)
+	slices.SortFunc(w.pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	names := map[string]bool{}
+	collect := func(a map[string]string) {
+		for _, key := range serviceKeys {
+			if a[key] != "" {
+				names[a[key]] = true
+			}
+		}
+	}
+	collect(annotations)
+	for _, d := range w.deploys {
+		collect(d.Annotations)
+	}
+	for svc := range names {
+		if s, err := v.services.Services(ns).Get(svc); err == nil {
+			w.services[svc] = s
+		}
+		w.ready[svc] = readyPods(v.slices, ns, svc)
+	}
+	return w
+}
+
+// serviceKeys are the annotations that name a Service a strategy steers.
+var serviceKeys = []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService}
+
+// serviceUsers returns the keys of the workloads of namespace ns whose
+// Deployments name Service service in their annotations.
+func (c *Controller) serviceUsers(ns, service string) []string {
+	v, ok := c.viewOf(ns)
+	if !ok {
+		return nil
+	}
+	deploys, _ := v.deploys.Deployments(ns).List(labels.Everything())
+	var keys []string
+	for _, d := range deploys {
+		for _, key := range serviceKeys {
+			if d.Annotations[key] == service {
+				keys = append(keys, d.Namespace+"/"+d.Labels[contract.LabelWorkload])
+				break
+			}
+		}
+	}
+	return keys
+}
+
+// readyPods lists the pods the EndpointSlices of Service service hold as
+// ready (see strategies.ReadyPods).
+func readyPods(slicesLister discoverylisters.EndpointSliceLister, ns, service string) []string {
+	list, _ := slicesLister.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{serviceNameLabel: service}))
+	return strategies.ReadyPods(list)
+}
+
+// servedBy reports whether Service service's ready endpoints hold a pod of
+// Deployment deploy (see strategies.PodOf).
+func (w *workload) servedBy(service, deploy string) bool {
+	return slices.ContainsFunc(w.ready[service], func(pod string) bool { return strategies.PodOf(pod, deploy) })
+}
+
+// recentWrites remembers the Deployments the controller wrote, as the API
+// server returned them, until the informer's cache holds them or a later
+// version: a reconcile that runs before the watch event arrives then plans
+// from what it wrote, not from the copy before, and its next write does
+// not fail on a stale resourceVersion. Resource versions are compared as
+// the integers the API server hands out (as client-go's
+// IntegerResourceVersionMutationCache does); one that is not an integer
+// leaves the cache's copy in use.
+type recentWrites struct {
+	clock clock.PassiveClock
+	ttl   time.Duration
+	mu    sync.Mutex
+	byKey map[string]recentWrite
+}
+
+type recentWrite struct {
+	d  *appsv1.Deployment
+	at time.Time
+}
+
+func newRecentWrites(clk clock.PassiveClock, ttl time.Duration) *recentWrites {
+	return &recentWrites{clock: clk, ttl: ttl, byKey: map[string]recentWrite{}}
+}
+
+// wrote remembers d, as returned by a write.
+func (r *recentWrites) wrote(d *appsv1.Deployment) {
+	if d == nil {
+		return
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(d)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byKey[key] = recentWrite{d: d, at: r.clock.Now()}
+}
+
+// forget drops what is remembered of Deployment ns/name (deleted).
+func (r *recentWrites) forget(ns, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byKey, ns+"/"+name)
+}
+
+// newest returns cached, or the Deployment written after it when that is
+// newer.
+func (r *recentWrites) newest(cached *appsv1.Deployment) *appsv1.Deployment {
+	key, _ := cache.MetaNamespaceKeyFunc(cached)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.byKey[key]
+	if !ok {
+		return cached
+	}
+	if r.clock.Since(w.at) > r.ttl || w.d.UID != cached.UID || !newer(w.d.ResourceVersion, cached.ResourceVersion) {
+		delete(r.byKey, key)
+		return cached
+	}
+	return w.d
+}
+
+// created returns the Deployments of workload ns/name written recently,
+// for those the cache does not hold yet.
+func (r *recentWrites) created(ns, name string) []*appsv1.Deployment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*appsv1.Deployment
+	for _, w := range r.byKey {
+		if w.d.Namespace == ns && w.d.Labels[contract.LabelWorkload] == name && r.clock.Since(w.at) <= r.ttl {
+			out = append(out, w.d)
+		}
+	}
+	return out
+}
+
+// newer reports whether resource version a is later than b.
+func newer(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x > y
+}
+
+// podStates returns the pods as the planners see them, those for which
+// keep holds.
+func podStates(pods []*corev1.Pod, keep func(p *corev1.Pod) bool) []strategies.Pod {
+	var out []strategies.Pod
+	for _, p := range pods {
+		if keep(p) {
+			out = append(out, podState(p))
+		}
+	}
+	return out
+}
+
+// podState is p as the planners see it.
+func podState(p *corev1.Pod) strategies.Pod {
+	ready, since := strategies.PodReadiness(p)
+	serving := p.Labels[contract.LabelServing] == "true"
+	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
+		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
+}

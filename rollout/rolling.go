@@ -1,0 +1,238 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/fields"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// reconcileRolling reads like the checklist it is: deleted? another
+// strategy's? command pending? then the rolling plan, executed in one
+// write, skipped when nothing changes. With an intent, the write is a
+// server-side apply of the Git Deployment with the template the plan
+// names; without one (a daemon that started and has not synced yet), a
+// status update of the live Deployment.
+func (c *Controller) reconcileRolling(ctx context.Context, w *workload, in intent) error {
+	live := w.deployment("")
+	if live != nil {
+		if strategy := live.Annotations[contract.AnnotationStrategy]; in.git == nil && strategy != "" && strategy != contract.StrategyRolling {
+			return nil // another strategy's Deployment
+		}
+		if cmd := live.Annotations[contract.AnnotationCommand]; cmd != "" && isPrimary(live) {
+			recorded, err := strategies.ReadStatus(live.Annotations)
+			if err != nil {
+				return err
+			}
+			return c.command(ctx, live, recorded, cmd)
+		}
+	}
+	if in.git == nil {
+		return c.followRolling(ctx, w, live)
+	}
+	return c.applyRolling(ctx, w, in, live)
+}
+
+// applyRolling plans a rolling workload against its intent and applies the
+// Git Deployment with the template the plan names (Git's for a new
+// revision, the live one for a refused revision, the previous one for a
+// rollback), the plimsoll.dev/workload label on the Deployment and its
+// template, the status annotations, and kubernetes.io/change-cause =
+// "<short commit> <subject>". Nothing is written when the live Deployment
+// holds all of that already.
+func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, live *appsv1.Deployment) error {
+	git := in.git
+	recorded := strategies.Status{}
+	if live != nil {
+		var err error
+		if recorded, err = strategies.ReadStatus(live.Annotations); err != nil {
+			return err
+		}
+	}
+	if !isPrimary(live) {
+		// Switching from blue-green, whose status is on the colors: the
+		// revisions count on from there.
+		recorded = latestStatus(w, recorded)
+	}
+	want := strategies.Desired{
+		Hash:         strategies.TemplateHash(git.Spec.Template),
+		Replicas:     git.Spec.Replicas,
+		AutoRollback: autoRollback(git.Annotations),
+		Commit:       in.commit,
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets})
+	if plan.Template == strategies.TemplateLive && live == nil {
+		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
+		return nil
+	}
+
+	keep := map[string]string{}
+	if live != nil && !isPrimary(live) {
+		// The workload was blue-green or canary: <name> becomes the
+		// primary, and what the previous strategy left goes once it is
+		// Healthy (see retireProgressive).
+		var err error
+		if keep, err = c.retireFromRolling(ctx, live, git); err != nil {
+			return err
+		}
+	}
+
+	obj := git.DeepCopy()
+	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	obj.Status = appsv1.DeploymentStatus{}
+	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
+	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
+	for k, v := range plan.Status.Annotations() {
+		setAnnotation(&obj.ObjectMeta, k, v)
+	}
+	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, contract.RolePrimary)
+	switch plan.Template {
+	case strategies.TemplateGit:
+		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
+		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+	case strategies.TemplateLive:
+		obj.Spec.Template = live.Spec.Template
+		keepAnnotation(obj, live, AnnotationChangeCause)
+	case strategies.TemplateRollback:
+		obj.Spec.Template = workloadTemplate(plan.Rollback.Template, git.Name)
+		keepAnnotation(obj, live, AnnotationChangeCause)
+	}
+	for k, v := range keep {
+		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
+	}
+	if live == nil || !applied(live, obj) {
+		body, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encode the Deployment: %w", err)
+		}
+		force := true
+		out, err := c.client.AppsV1().Deployments(w.ns).Patch(ctx, git.Name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		c.written.wrote(out)
+		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
+			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
+		if live != nil {
+			c.report(out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+		}
+		return nil
+	}
+	return c.retireWhenHealthy(ctx, w, live, plan.Status)
+}
+
+// statusKeys are the annotations a write of the status sets or removes.
+var statusKeys = []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage, contract.AnnotationRole}
+
+// applied reports whether live holds everything an apply of obj would
+// write: every field of obj (see fields.Hold), and exactly obj's status
+// annotations, which an apply also removes when obj leaves them out.
+func applied(live, obj *appsv1.Deployment) bool {
+	for _, k := range statusKeys {
+		if live.Annotations[k] != obj.Annotations[k] {
+			return false
+		}
+	}
+	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	exp, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	meta, _ := exp["metadata"].(map[string]any)
+	want := map[string]any{"spec": exp["spec"], "metadata": map[string]any{"labels": meta["labels"], "annotations": meta["annotations"]}}
+	return fields.Hold(got, want)
+}
+
+// followRolling goes on with a rolling workload from the state recorded on
+// it: the plan with the recorded hash as desired, executed in one write,
+// skipped when nothing changes.
+func (c *Controller) followRolling(ctx context.Context, w *workload, cached *appsv1.Deployment) error {
+	if cached == nil {
+		return nil // deleted: nothing to roll out
+	}
+	live := cached.DeepCopy()
+	recorded, err := strategies.ReadStatus(live.Annotations)
+	if err != nil {
+		return err
+	}
+	if recorded.Hash == "" {
+		return nil // not written by a hand-off yet
+	}
+	want := strategies.Desired{
+		Hash:         recorded.Hash,
+		Replicas:     live.Spec.Replicas,
+		AutoRollback: autoRollback(live.Annotations),
+		Commit:       recorded.Commit,
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets})
+	if err := c.retireWhenHealthy(ctx, w, live, plan.Status); err != nil {
+		return err
+	}
+	updated := live.DeepCopy()
+	writeStatus(updated, plan.Status)
+	if plan.Template == strategies.TemplateRollback {
+		updated.Spec.Template = workloadTemplate(plan.Rollback.Template, w.name)
+	}
+	if maps.Equal(updated.Annotations, live.Annotations) && plan.Template != strategies.TemplateRollback {
+		return nil
+	}
+	out, err := c.client.AppsV1().Deployments(w.ns).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("write status of %s/%s: %w", w.ns, w.name, err)
+	}
+	c.written.wrote(out)
+	c.report(updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+	return nil
+}
+
+// retireWhenHealthy retires what a previous strategy left once the rolling
+// Deployment live is its primary and Healthy (see retireProgressive).
+func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *appsv1.Deployment, status strategies.Status) error {
+	if status.Phase != strategies.PhaseHealthy || !isPrimary(live) {
+		return nil
+	}
+	retired, err := c.retireProgressive(ctx, w)
+	if retired && err == nil {
+		c.eventSwitched(live)
+	}
+	return err
+}
+
+func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
+	updated := live.DeepCopy()
+	delete(updated.Annotations, contract.AnnotationCommand)
+	var did string
+	switch strings.TrimSpace(cmd) {
+	case contract.CommandPause:
+		updated.Spec.Paused, did = true, "paused"
+	case contract.CommandResume:
+		updated.Spec.Paused, did = false, "resumed"
+	case contract.CommandRetry:
+		writeStatus(updated, strategies.Retry(recorded))
+		did = "cleared the failed template; the next sync rolls out the Git template again"
+	default:
+		did = fmt.Sprintf("ignored unknown command %q (want pause, resume or retry)", cmd)
+	}
+	out, err := c.client.AppsV1().Deployments(live.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("act on command %q: %w", cmd, err)
+	}
+	c.written.wrote(out)
+	c.log.Info("command", "workload", live.Namespace+"/"+live.Name, "command", cmd, "result", did)
+	c.metrics.command(strings.TrimSpace(cmd))
+	c.eventFor(updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
+	return nil
+}

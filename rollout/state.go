@@ -1,0 +1,143 @@
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// workloadKeys are the annotations the controller keeps alike on every
+// Deployment of a progressive workload: the status, and the state that a
+// restarted controller resumes from. Anything else on a Deployment is Git's
+// or its own.
+var workloadKeys = []string{
+	contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage,
+	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
+}
+
+// workloadState is what the controller records on a progressive
+// workload's Deployments besides the status.
+type workloadState struct {
+	Replicas    int32
+	Step        int
+	StepSince   time.Time
+	ScaleDownAt time.Time
+	Paused      bool
+}
+
+// readState reads the workload state from a Deployment's annotations. A
+// value that does not parse reads as absent: the planner then starts that
+// part afresh (a step from its beginning, a scale-down delay anew), which
+// is safe.
+func readState(a map[string]string) workloadState {
+	s := workloadState{Paused: a[contract.AnnotationPaused] == "true"}
+	if n, err := strconv.ParseInt(a[contract.AnnotationReplicas], 10, 32); err == nil && n >= 0 {
+		s.Replicas = int32(n)
+	}
+	if n, err := strconv.Atoi(a[contract.AnnotationStep]); err == nil && n >= 1 {
+		s.Step = n - 1
+	}
+	s.StepSince, _ = time.Parse(time.RFC3339, a[contract.AnnotationStepSince])
+	s.ScaleDownAt, _ = time.Parse(time.RFC3339, a[contract.AnnotationScaleDownAt])
+	return s
+}
+
+// annotations returns the workload annotations for status st and state s;
+// empty values are left out (and so removed from the Deployments).
+func (s workloadState) annotations(st strategies.Status) map[string]string {
+	a := st.Annotations()
+	a[contract.AnnotationReplicas] = strconv.Itoa(int(s.Replicas))
+	if s.Step > 0 {
+		a[contract.AnnotationStep] = strconv.Itoa(s.Step + 1)
+	}
+	if !s.StepSince.IsZero() {
+		a[contract.AnnotationStepSince] = s.StepSince.UTC().Format(time.RFC3339)
+	}
+	if !s.ScaleDownAt.IsZero() {
+		a[contract.AnnotationScaleDownAt] = s.ScaleDownAt.UTC().Format(time.RFC3339)
+	}
+	if s.Paused {
+		a[contract.AnnotationPaused] = "true"
+	}
+	return a
+}
+
+// stamp replaces the workload annotations of d with a and sets its role. A
+// command on d stays: only the reconcile that acts on it clears it.
+func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
+	for _, k := range workloadKeys {
+		delete(d.Annotations, k)
+	}
+	for k, v := range a {
+		setAnnotation(&d.ObjectMeta, k, v)
+	}
+	if role != "" {
+		setAnnotation(&d.ObjectMeta, contract.AnnotationRole, string(role))
+	}
+}
+
+// command is a command found on a workload, with what it asks of the plan.
+type command struct {
+	name           string
+	promote, abort bool
+}
+
+// readCommand reads the command on the workload's primary Deployment and
+// applies pause, resume and retry to the state and status (they need no
+// plan); promote and abort are for the planner.
+func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadState) command {
+	if primary == nil {
+		return command{}
+	}
+	cmd := command{name: strings.TrimSpace(primary.Annotations[contract.AnnotationCommand])}
+	switch cmd.name {
+	case contract.CommandPause:
+		s.Paused = true
+	case contract.CommandResume:
+		s.Paused = false
+	case contract.CommandRetry:
+		*st = strategies.Retry(*st)
+	case contract.CommandPromote:
+		cmd.promote = true
+	case contract.CommandAbort:
+		cmd.abort = true
+	}
+	return cmd
+}
+
+// describe says what a command did, for its Event: the planner's account
+// for promote and abort, else a fixed one.
+func (cmd command) describe(acted string) string {
+	switch {
+	case acted != "":
+		return acted
+	case cmd.name == contract.CommandPause:
+		return "paused"
+	case cmd.name == contract.CommandResume:
+		return "resumed"
+	case cmd.name == contract.CommandRetry:
+		return "cleared the failed template; the Git template goes out again"
+	case cmd.promote:
+		return "nothing to promote"
+	case cmd.abort:
+		return "nothing to abort"
+	}
+	return fmt.Sprintf("ignored unknown command %q (want promote, abort, retry, pause or resume)", cmd.name)
+}
+
+// writeStatus replaces the status annotations of d with s's.
+func writeStatus(d *appsv1.Deployment, s strategies.Status) {
+	for _, k := range []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+		contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage} {
+		delete(d.Annotations, k)
+	}
+	for k, v := range s.Annotations() {
+		setAnnotation(&d.ObjectMeta, k, v)
+	}
+}

@@ -1,0 +1,176 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/fields"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// clearCommand removes command cmd from Deployment d, unless the
+// annotation has changed since: a newer command is not the one acted on.
+func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd string) error {
+	path := "/metadata/annotations/" + strings.ReplaceAll(contract.AnnotationCommand, "/", "~1")
+	patch := fmt.Appendf(nil, `[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q}]`, path, cmd, path)
+	_, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+		// Cleared, gone, or the command is no longer cmd (the API server
+		// answers a failed test with 422 Invalid).
+		return nil
+	}
+	return fmt.Errorf("clear %s=%s on Deployment %s: %w", contract.AnnotationCommand, cmd, d.Name, err)
+}
+
+// patchSelector sets key=value in the selector of Service svc with a merge
+// patch, one write that the endpoints follow at once.
+func (c *Controller) patchSelector(ctx context.Context, svc *corev1.Service, key, value string) error {
+	if svc.Spec.Selector[key] == value {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%q}}}`, key, value)
+	if _, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, "application/merge-patch+json", patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("set %s=%s in the selector of Service %s: %w", key, value, svc.Name, err)
+	}
+	return nil
+}
+
+// labelPod sets plimsoll.dev/serving on a pod to *value, with
+// plimsoll.dev/served, or removes both when value is nil. A pod gone
+// meanwhile is no error: its replacement is labelled when Ready.
+func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string) error {
+	v := "null"
+	if value != nil {
+		v = fmt.Sprintf("%q", *value)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
+		contract.LabelServing, v, contract.AnnotationServed, v)
+	_, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("label pod %s serving=%s: %w", pod, v, err)
+	}
+	return nil
+}
+
+// setRole sets plimsoll.dev/role on d.
+func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role strategies.Role) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationRole, role)
+	if _, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
+	}
+	return nil
+}
+
+// writeDeployment creates want when live is nil, else updates live to want
+// unless live holds it already (see holds): an unchanged Deployment is not
+// written. What the API server returns is remembered until the cache has
+// it (see recentWrites).
+func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
+	if live == nil {
+		created, err := c.client.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		if err != nil {
+			return fmt.Errorf("create Deployment %s: %w", want.Name, err)
+		}
+		c.written.wrote(created)
+		return nil
+	}
+	if holds(live, want) {
+		return nil
+	}
+	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("update Deployment %s: %w", want.Name, err)
+	}
+	c.written.wrote(updated)
+	return nil
+}
+
+// holds reports whether live already is want as far as a write of want
+// would change it: the same labels and annotations, and a spec that holds
+// every field want's spec sets (want built from Git leaves the API
+// server's defaults out; see fields.Hold).
+func holds(live, want *appsv1.Deployment) bool {
+	if !maps.Equal(live.Labels, want.Labels) || !maps.Equal(live.Annotations, want.Annotations) {
+		return false
+	}
+	if reflect.DeepEqual(live.Spec, want.Spec) {
+		return true
+	}
+	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(&live.Spec)
+	exp, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(&want.Spec)
+	return err1 == nil && err2 == nil && fields.Hold(got, exp)
+}
+
+// holdRefused records the refusal of a workload's Git Deployment (see
+// CheckDeployment) on its live Deployments (see markInvalid).
+func (c *Controller) holdRefused(ctx context.Context, w *workload, in intent) error {
+	var deploys []*appsv1.Deployment
+	for _, name := range workloadDeployments(in.refusedGit) {
+		deploys = append(deploys, w.deploys[name])
+	}
+	return c.markInvalid(ctx, w, in.refused, in.refusedGit.Annotations, deploys...)
+}
+
+// markInvalid records err, an input error met while reading a workload,
+// as the message of every given Deployment, phase Degraded, with the
+// plimsoll.dev/ annotations of Git (git; nil keeps the live ones), which
+// name what is wrong, so that a reconcile without the sync's intent meets
+// the same error. The strategy is not copied: a workload keeps being
+// reconciled by the strategy it runs with. Nothing else changes: the pods
+// run on as they are, and the workload waits for Git to change (no retry).
+// Any other error is returned, to be retried.
+func (c *Controller) markInvalid(ctx context.Context, w *workload, err error, git map[string]string, deploys ...*appsv1.Deployment) error {
+	if !isInputError(err) {
+		return err
+	}
+	for _, live := range deploys {
+		if live == nil {
+			continue
+		}
+		want := live.DeepCopy()
+		for k, v := range git {
+			if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(workloadKeys, k) && k != contract.AnnotationStrategy {
+				setAnnotation(&want.ObjectMeta, k, v)
+			}
+		}
+		setAnnotation(&want.ObjectMeta, contract.AnnotationPhase, contract.PhaseDegraded)
+		setAnnotation(&want.ObjectMeta, contract.AnnotationMessage, err.Error())
+		if werr := c.writeDeployment(ctx, live, want); werr != nil {
+			return werr
+		}
+	}
+	c.log.Info("workload cannot be rolled out as written", "workload", w.ns+"/"+w.name, "err", err)
+	return nil
+}
+
+// dropSelectorKey removes key from the selector of Service svc, if it is
+// there; no Service (nil) is nothing to do.
+func (c *Controller) dropSelectorKey(ctx context.Context, svc *corev1.Service, key string) error {
+	if svc == nil {
+		return nil
+	}
+	if _, ok := svc.Spec.Selector[key]; !ok {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:null}}}`, key)
+	_, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove %s from the selector of Service %s: %w", key, svc.Name, err)
+	}
+	return nil
+}
