@@ -112,6 +112,9 @@ func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	// A promote that comes before the new color is ready waits for it.
 	target := TargetColor(desired.Hash, o)
 	plan.Pending = o.Promote && plan.Acted == "" && target != o.Active && plan.Status.FailedHash != desired.Hash
+	if target != o.Active && plan.Status.FailedHash != desired.Hash {
+		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Deployment(target), o.Pods[target], desired.Hash, recorded, o.Now))
+	}
 	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
 	return plan
 }

@@ -115,6 +115,9 @@ type CanaryPlan struct {
 // as they become Ready.
 func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
 	plan := planCanary(desired, recorded, o)
+	if plan.Status.FailedHash != desired.Hash {
+		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Canary, o.Pods, desired.Hash, recorded, o.Now))
+	}
 	keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
 	return plan
 }

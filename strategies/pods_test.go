@@ -70,9 +70,12 @@ func TestPlanCanaryStalledPod(t *testing.T) {
 		t.Errorf("replicas: stable %v, canary %v; want 4 and 0", replicasOrNil(plan.StableReplicas), replicasOrNil(plan.CanaryReplicas))
 	}
 
+	// 9s into the 10s deadline nothing a watch reports will change: the
+	// plan asks to be made again in 1s, when c2 stalls.
 	o.Pods[1] = notReadySince("c2", -9*time.Second)
-	if plan := PlanCanary(desired, recorded, o); plan.Status.Phase == PhaseDegraded {
-		t.Errorf("9s into a 10s deadline: %+v, want the rollout going on", plan.Status)
+	plan = PlanCanary(desired, recorded, o)
+	if plan.Status.Phase == PhaseDegraded || plan.RequeueAfter != time.Second {
+		t.Errorf("9s into a 10s deadline: %+v, requeue %v; want the rollout going on, requeue 1s", plan.Status, plan.RequeueAfter)
 	}
 }
 
@@ -92,6 +95,13 @@ func TestPlanBlueGreenStalledPod(t *testing.T) {
 	checkStatus(t, plan.Status, desired.Desired, PhaseDegraded, 4, h4, h4, []string{"failed on green", "traffic stays on blue"})
 	if plan.Replicas[ColorGreen] != 0 || plan.Active != ColorBlue {
 		t.Errorf("green replicas %d, active %q; want 0 and blue", plan.Replicas[ColorGreen], plan.Active)
+	}
+
+	// 7s in, g4 stalls 3s later, g3 (not Ready for 2s) 8s later.
+	o.Pods[ColorGreen][2], o.Pods[ColorGreen][3] = notReadySince("g3", -2*time.Second), notReadySince("g4", -7*time.Second)
+	plan = PlanBlueGreen(desired, progressing4, o)
+	if plan.Status.Phase == PhaseDegraded || plan.RequeueAfter != 3*time.Second {
+		t.Errorf("7s into a 10s deadline: %+v, requeue %v; want green still coming up, requeue 3s", plan.Status, plan.RequeueAfter)
 	}
 }
 

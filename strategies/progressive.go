@@ -173,6 +173,41 @@ func stalled(d *appsv1.Deployment, pods []Pod, now time.Time) bool {
 	return false
 }
 
+// untilStalled is how long until one of pods stalls (see stalled), zero
+// when none is on its way to it or d, carrying the template hash, cannot
+// fail any more (see failedNow). A pod that stays not Ready changes
+// nothing a watch would report, so the planners ask to plan again at the
+// deadline itself: with progressDeadlineSeconds 10 and a pod not Ready
+// since 12:00:00, at 12:00:04 that is 6s.
+func untilStalled(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, now time.Time) time.Duration {
+	if d == nil || hashOf(d) != hash || recorded.Phase == PhaseDegraded {
+		return 0
+	}
+	seconds := d.Spec.ProgressDeadlineSeconds
+	if seconds == nil || *seconds == math.MaxInt32 {
+		return 0
+	}
+	deadline := time.Duration(*seconds) * time.Second
+	var soonest time.Duration
+	for _, p := range pods {
+		if p.Ready || p.Deleting || p.NotReadySince.IsZero() {
+			continue
+		}
+		if left := p.NotReadySince.Add(deadline).Sub(now); left > 0 {
+			soonest = sooner(soonest, left)
+		}
+	}
+	return soonest
+}
+
+// sooner is the shorter of two requeue delays, where zero means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
 // availability is "2/4 available".
 func availability(d *appsv1.Deployment, n int32) string {
 	if d == nil {
