@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +89,9 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		wrote, err := c.takeBlueGreen(ctx, bg, in)
 		if err != nil {
 			return err
+		}
+		if !wrote && c.once {
+			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
 		if wrote {
 			// Plan the first step from what was just written.
@@ -195,84 +197,24 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if legacy != nil && legacy.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
 		legacy = nil // not a rolling workload's Deployment
 	}
-	pods := colorPods(bg.w)
 	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
-		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active, Pods: pods,
+		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
+		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	})
 	state.ScaleDownAt = plan.ScaleDownAt
-	annotations := state.annotations(plan.Status)
-
-	// A command that swaps the Services (promote, abort) stays on the
-	// primary until the swap is made, so that a swap that fails is tried
-	// again with it; a pending promote waits for the new color and stays.
-	swaps := plan.Active != "" && plan.Active != active
-	clearNow := !plan.Pending && !swaps
-
-	// 1. Deployments, except that a color the active Service selects now
-	// is not scaled down before the Service stops selecting it.
-	var later []strategies.Color
-	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
-		live := bg.deployment(color)
-		if live == nil {
-			continue
-		}
-		want := live.DeepCopy()
-		stamp(want, annotations, plan.Roles[color])
-		if live == primary && clearNow {
-			delete(want.Annotations, contract.AnnotationCommand)
-		}
-		if n, ok := plan.Replicas[color]; ok {
-			if n < *live.Spec.Replicas && color == active && plan.Active != active {
-				later = append(later, color)
-			} else if n >= *live.Spec.Replicas || !stillServing(bg, live) {
-				want.Spec.Replicas = &n
-			} else {
-				plan.RequeueAfter = time.Second
-			}
-		}
-		if err := c.writeDeployment(ctx, live, want); err != nil {
-			return err
-		}
-		if live == primary {
-			// The primary carries the status and took the command:
-			// report now, so that a failed write after it cannot lose
-			// the command's Event (the retry no longer sees the command).
-			out := outcome{cmd: cmd, acted: plan.Acted,
-				rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort}
-			if plan.Pending {
-				out.cmd = command{} // no Event until it acts
-			}
-			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
-		}
+	out := outcome{cmd: cmd, acted: plan.Acted,
+		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort}
+	if plan.Pending {
+		out.cmd = command{} // no Event until it acts
 	}
-	// 2. The swap: one selector patch per Service.
-	if plan.Active != "" {
-		if err := c.patchSelector(ctx, bg.active, contract.LabelColor, string(plan.Active)); err != nil {
-			return err
-		}
-	}
-	if bg.preview != nil && plan.Preview != "" {
-		if err := c.patchSelector(ctx, bg.preview, contract.LabelColor, string(plan.Preview)); err != nil {
-			return err
-		}
-	}
-	if swaps && !plan.Pending && cmd.name != "" {
-		if err := c.clearCommand(ctx, primary, cmd.name); err != nil {
-			return err
-		}
-	}
-	if len(later) > 0 {
-		plan.RequeueAfter = time.Second // the next step scales them down once the endpoints follow
-	}
-	if plan.LegacyReplicas != nil && legacy != nil && *legacy.Spec.Replicas != *plan.LegacyReplicas && !stillServing(bg, legacy) {
-		want := legacy.DeepCopy()
-		want.Spec.Replicas = plan.LegacyReplicas
-		if err := c.writeDeployment(ctx, legacy, want); err != nil {
-			return err
-		}
+	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.name,
+		services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
+		written:  func() { c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out) }}
+	if err := c.execute(ctx, x, plan.Actions); err != nil {
+		return err
 	}
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
@@ -289,15 +231,4 @@ func colorPods(w *workload) map[strategies.Color][]strategies.Pod {
 		}
 	}
 	return pods
-}
-
-// stillServing reports whether the active Service still has ready
-// endpoints among d's pods. Before the first swap the Service selects no
-// color and serves every color's pods: scaling one down is then the plan's
-// intent, not a race.
-func stillServing(bg *blueGreen, d *appsv1.Deployment) bool {
-	if bg.active.Spec.Selector[contract.LabelColor] == "" {
-		return false
-	}
-	return bg.w.servedBy(bg.active.Name, d.Name)
 }

@@ -53,6 +53,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		if err != nil {
 			return err
 		}
+		if !wrote && c.once {
+			return nil // Git's intent is held: a one-shot sync has nothing to do
+		}
 		if wrote {
 			// Plan the first step from what was just written.
 			if cy, steps, err = readCanary(c.observe(w.ns, w.name, git), git); err != nil {
@@ -128,12 +131,9 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	return wrote, nil
 }
 
-// stepCanary plans and executes one step of a canary workload. Pod
-// labels go first, so that stable scales down only for canary pods that
-// already serve and an abort takes the canary's traffic away before
-// anything else; then the Service, then the Deployments.
+// stepCanary plans one step of a canary workload and executes the plan's
+// actions in their order (see strategies.PlanCanary).
 func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strategies.Step) error {
-	ns, name := cy.ns, cy.name
 	if cy.stable == nil || isPrimary(cy.stable) {
 		return nil // not created yet, or switched back to rolling
 	}
@@ -157,65 +157,17 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Steps: steps,
 	}, recorded, observed)
 	state.Step, state.StepSince = plan.Step, plan.StepSince
-	annotations := state.annotations(plan.Status)
-
-	for _, pod := range plan.Unlabel {
-		if err := c.labelPod(ctx, ns, pod, nil); err != nil {
-			return err
-		}
-	}
-	serving := "true"
-	for _, pod := range plan.Label {
-		if err := c.labelPod(ctx, ns, pod, &serving); err != nil {
-			return err
-		}
-	}
-	if plan.SelectServing {
-		if err := c.patchSelector(ctx, cy.service, contract.LabelServing, "true"); err != nil {
-			return err
-		}
-	}
-
-	stable := cy.stable.DeepCopy()
-	stamp(stable, annotations, strategies.RoleStable)
-	delete(stable.Annotations, contract.AnnotationCommand) // acted on in this write
-	if plan.StableReplicas != nil {
-		stable.Spec.Replicas = plan.StableReplicas
-	}
-	switch plan.Stable {
-	case strategies.StableServing:
-		setLabel(&stable.Spec.Template.ObjectMeta, contract.LabelServing, "true")
-	case strategies.StablePromote:
-		if cy.canary != nil {
-			t := *cy.canary.Spec.Template.DeepCopy()
-			delete(t.Labels, contract.LabelTrack)
-			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
-			stable.Spec.Template = strategies.Stamp(t)
-			// The stable Deployment's new ReplicaSet is the canary's
-			// commit in `kubectl rollout history`.
-			keepAnnotation(stable, cy.canary, AnnotationChangeCause)
-		}
-	}
-	if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {
+	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
+		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.name,
+		written: func() {
+			c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
+		}}
+	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
-	// The stable Deployment carries the status and took the command: report
-	// now, so that a failed write of the canary cannot lose the command's
-	// Event (the retry no longer sees the command).
-	c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
-		rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
-	if cy.canary != nil {
-		want := cy.canary.DeepCopy()
-		stamp(want, annotations, strategies.RoleCanary)
-		if plan.CanaryReplicas != nil {
-			want.Spec.Replicas = plan.CanaryReplicas
-		}
-		if err := c.writeDeployment(ctx, cy.canary, want); err != nil {
-			return err
-		}
-	}
 	if plan.RequeueAfter > 0 {
-		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
+		c.queue.AddAfter(cy.ns+"/"+cy.name, plan.RequeueAfter)
 	}
 	return nil
 }

@@ -145,12 +145,6 @@ func readyPods(slicesLister discoverylisters.EndpointSliceLister, ns, service st
 	return strategies.ReadyPods(list)
 }
 
-// servedBy reports whether Service service's ready endpoints hold a pod of
-// Deployment deploy (see strategies.PodOf).
-func (w *workload) servedBy(service, deploy string) bool {
-	return slices.ContainsFunc(w.ready[service], func(pod string) bool { return strategies.PodOf(pod, deploy) })
-}
-
 // recentWrites remembers the Deployments the controller wrote, as the API
 // server returned them, until the informer's cache holds them or a later
 // version: a reconcile that runs before the watch event arrives then plans

@@ -36,6 +36,9 @@ type BlueGreenObserved struct {
 	ScaleDownAt time.Time
 	// Pods are the pods of each color.
 	Pods map[Color][]Pod
+	// ActiveEndpoints are the pods the active Service's EndpointSlices
+	// hold as ready (see ReadyPods).
+	ActiveEndpoints []string
 	// Paused holds the workload where it is (the pause command).
 	Paused bool
 	// Promote and Abort are pending commands.
@@ -52,8 +55,12 @@ func (o BlueGreenObserved) Deployment(c Color) *appsv1.Deployment {
 	return o.Blue
 }
 
-// BlueGreenPlan is what PlanBlueGreen decided.
+// BlueGreenPlan is what PlanBlueGreen decided: its Actions, in the order
+// to execute them (see sequenceBlueGreen), and the decisions they come
+// from.
 type BlueGreenPlan struct {
+	// Actions are the writes of the plan, in order.
+	Actions []Action
 	// Status is the status to record on every Deployment of the workload.
 	Status Status
 	// Replicas is the replica count to write into each color's
@@ -116,6 +123,11 @@ func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Deployment(target), o.Pods[target], desired.Hash, recorded, o.Now))
 	}
 	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
+	actions, waiting := sequenceBlueGreen(plan, o)
+	plan.Actions = actions
+	if waiting {
+		plan.RequeueAfter = sooner(plan.RequeueAfter, waitForEndpoints)
+	}
 	return plan
 }
 

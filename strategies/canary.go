@@ -54,11 +54,11 @@ const (
 	StablePromote
 )
 
-// CanaryPlan is what PlanCanary decided. The caller executes it in this
-// order, so that the Service never loses the pods it needs: label, then
-// scale the stable Deployment, then unlabel... except that an abort or a
-// finished promotion unlabels first (those pods must stop serving at once).
+// CanaryPlan is what PlanCanary decided: its Actions, in the order to
+// execute them (see sequenceCanary), and the decisions they come from.
 type CanaryPlan struct {
+	// Actions are the writes of the plan, in order.
+	Actions []Action
 	// Status is the status to record on every Deployment of the workload.
 	Status Status
 	// StableReplicas and CanaryReplicas are the counts to write; a nil
@@ -119,6 +119,7 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Canary, o.Pods, desired.Hash, recorded, o.Now))
 	}
 	keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
+	plan.Actions = sequenceCanary(plan, o)
 	return plan
 }
 

@@ -1,6 +1,10 @@
 package strategies
 
-import "plimsoll.dev/plimsoll/contract"
+import (
+	"time"
+
+	"plimsoll.dev/plimsoll/contract"
+)
 
 // Keys, reasons and defaults of the planners.
 //
@@ -36,6 +40,10 @@ const (
 	PhaseHealthy Phase = contract.PhaseHealthy
 	// PhaseDegraded: a revision failed, was rolled back or was refused.
 	PhaseDegraded Phase = contract.PhaseDegraded
+
+	// waitForEndpoints is how soon a blue-green plan that holds a
+	// scale-down back for the active Service's endpoints plans again.
+	waitForEndpoints = time.Second
 
 	// hashLength is how many hex digits of the SHA-256 digest TemplateHash
 	// keeps: 10 digits are 40 bits, so two templates of one workload share

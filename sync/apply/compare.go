@@ -44,4 +44,3 @@ func InSync(live, desired map[string]any) bool {
 	}
 	return true
 }
-

@@ -1,0 +1,261 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// cluster is a fake API server with a controller on its informers, and
+// settle playing the Deployment controller, the kubelet and the
+// EndpointSlice controller for it.
+type cluster struct {
+	t      *testing.T
+	ctx    context.Context
+	client *fake.Clientset
+	clock  *clocktesting.FakeClock
+	c      *Controller
+}
+
+// newCluster starts a controller on a fake API server that holds the
+// Services named.
+func newCluster(t *testing.T, services ...string) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	client := fake.NewClientset()
+	for _, s := range services {
+		if _, err := client.CoreV1().Services("shop").Create(ctx, service(s), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	c := New(Config{Client: client, SyncName: "default", Clock: clk, Log: slog.New(slog.DiscardHandler)})
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("caches did not sync")
+	}
+	close(c.started)
+	return &cluster{t: t, ctx: ctx, client: client, clock: clk, c: c}
+}
+
+// gitDeployment is a Git Deployment "api" of 4 replicas running image
+// registry.example/api:<version>, with the given plimsoll.dev/ annotations.
+func gitDeployment(version string, annotations map[string]string) *appsv1.Deployment {
+	n, deadline := int32(4), int32(60)
+	labels := map[string]string{"app": "api"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "shop", Labels: map[string]string{"app": "api", contract.LabelSync: "default"},
+			Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &n, ProgressDeadlineSeconds: &deadline,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: "registry.example/api:" + version}}},
+			},
+		},
+	}
+}
+
+func service(name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "api"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+}
+
+// handOver hands Git's Deployment to the controller as the sync does.
+func (k *cluster) handOver(commit string, git *appsv1.Deployment) {
+	k.t.Helper()
+	if err := k.c.CheckDeployment(k.ctx, git, nil); err != nil {
+		k.t.Fatalf("CheckDeployment: %v", err)
+	}
+	if err := k.c.SyncDeployments(k.ctx, commit, "commit "+commit, []*appsv1.Deployment{git}); err != nil {
+		k.t.Fatalf("SyncDeployments: %v", err)
+	}
+}
+
+// round settles the cluster, lets the informers and the clock catch up,
+// and reconciles the workload once; it returns the requests the
+// reconcile made (see requests).
+func (k *cluster) round() []string {
+	k.t.Helper()
+	k.settle()
+	time.Sleep(50 * time.Millisecond) // the informers see the writes
+	k.clock.Step(time.Minute)         // timed steps and delays run out
+	requests(k.client)
+	if err := k.c.reconcile(k.ctx, "shop/api"); err != nil {
+		k.t.Fatalf("reconcile: %v", err)
+	}
+	return requests(k.client)
+}
+
+// untilQuiet runs rounds until one makes no request, and returns the
+// requests of every round before it.
+func (k *cluster) untilQuiet() [][]string {
+	k.t.Helper()
+	var rounds [][]string
+	for range 30 {
+		r := k.round()
+		if len(r) == 0 {
+			return rounds
+		}
+		rounds = append(rounds, r)
+	}
+	k.t.Fatalf("still writing after 30 rounds: %v", rounds[len(rounds)-1])
+	return nil
+}
+
+// deployment reads Deployment name from the fake API server.
+func (k *cluster) deployment(name string) *appsv1.Deployment {
+	k.t.Helper()
+	d, err := k.client.AppsV1().Deployments("shop").Get(k.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return d
+}
+
+// settle plays the controllers: every Deployment reports its replicas
+// available and its rollout complete and runs that many Ready pods of its
+// template, named "<deployment>-<template hash>-p<i>" like the Deployment
+// controller's; every Service's EndpointSlice lists the Ready pods its
+// selector selects. Pods keep the labels the rollout controller patched.
+func (k *cluster) settle() {
+	k.t.Helper()
+	list, err := k.client.AppsV1().Deployments("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	want := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		d := &list.Items[i]
+		n := *d.Spec.Replicas
+		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+		if fmt.Sprint(d.Status) != fmt.Sprint(status) {
+			d.Status = status
+			if _, err := k.client.AppsV1().Deployments("shop").UpdateStatus(k.ctx, d, metav1.UpdateOptions{}); err != nil {
+				k.t.Fatal(err)
+			}
+		}
+		hash := strategies.TemplateHash(d.Spec.Template)
+		for i := range n {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-p%d", d.Name, hash, i), Namespace: "shop",
+				Labels: d.Spec.Template.Labels},
+				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+			want[p.Name] = p
+		}
+	}
+	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	live := map[string]corev1.Pod{}
+	for _, p := range pods.Items {
+		if want[p.Name] == nil {
+			if err := k.client.CoreV1().Pods("shop").Delete(k.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				k.t.Fatal(err)
+			}
+			continue
+		}
+		live[p.Name] = p
+	}
+	for name, p := range want {
+		if _, ok := live[name]; !ok {
+			if _, err := k.client.CoreV1().Pods("shop").Create(k.ctx, p, metav1.CreateOptions{}); err != nil {
+				k.t.Fatal(err)
+			}
+			live[name] = *p
+		}
+	}
+	k.settleEndpoints(live)
+}
+
+// settleEndpoints writes each Service's EndpointSlice: the pods of live
+// its selector selects, all Ready.
+func (k *cluster) settleEndpoints(live map[string]corev1.Pod) {
+	k.t.Helper()
+	services, err := k.client.CoreV1().Services("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	for _, svc := range services.Items {
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		var names []string
+		for name, p := range live {
+			if sel.Matches(labels.Set(p.Labels)) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-x", Namespace: "shop",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}}, AddressType: discoveryv1.AddressTypeIPv4}
+		for _, name := range names {
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.1"},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name}})
+		}
+		old, err := k.client.DiscoveryV1().EndpointSlices("shop").Get(k.ctx, slice.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			_, err = k.client.DiscoveryV1().EndpointSlices("shop").Create(k.ctx, slice, metav1.CreateOptions{})
+		case fmt.Sprint(old.Endpoints) != fmt.Sprint(slice.Endpoints):
+			_, err = k.client.DiscoveryV1().EndpointSlices("shop").Update(k.ctx, slice, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			k.t.Fatal(err)
+		}
+	}
+}
+
+// requests returns the API requests the client saw since the last call,
+// watches and the informers' lists aside, as "verb resource/name" lines,
+// a patch followed by its body and a Deployment's update by its replicas:
+// "update deployments/api-blue replicas=0".
+func requests(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "watch" || a.GetVerb() == "list" {
+			continue
+		}
+		line := a.GetVerb() + " " + a.GetResource().Resource
+		if n, ok := a.(interface{ GetName() string }); ok {
+			line += "/" + n.GetName()
+		}
+		if u, ok := a.(k8stesting.UpdateAction); ok && !strings.Contains(line, "/") {
+			if m, ok := u.GetObject().(metav1.Object); ok {
+				line += "/" + m.GetName()
+			}
+		}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			line += " " + string(a.GetPatch())
+		case k8stesting.UpdateAction:
+			if d, ok := a.GetObject().(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
+				line += fmt.Sprintf(" replicas=%d", *d.Spec.Replicas)
+			}
+		}
+		out = append(out, line)
+	}
+	client.ClearActions()
+	return out
+}

@@ -1,0 +1,102 @@
+package rollout
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// execution is what executing one plan of a workload needs besides the
+// plan's actions.
+type execution struct {
+	w *workload
+	// services are the Services the strategy steers, by role; a role
+	// without one (no preview Service) skips its actions.
+	services map[strategies.ServiceRole]*corev1.Service
+	// annotations are the status and step state every write with Status
+	// records.
+	annotations map[string]string
+	// primary carries the workload's state and commands; command is the
+	// command on it that the plan acted on, "" for none.
+	primary *appsv1.Deployment
+	command string
+	// written, when set, is called once the primary has been written: it
+	// reports the plan (Events, metrics, log), so that a failed write
+	// after it cannot lose the command's Event.
+	written func()
+}
+
+// execute runs a plan's actions in their order and stops at the first
+// that fails; the retry plans again. It chooses nothing: every decision is
+// the planner's.
+func (c *Controller) execute(ctx context.Context, x *execution, actions []strategies.Action) error {
+	serving := "true"
+	for _, a := range actions {
+		var err error
+		switch a.Kind {
+		case strategies.ActionWrite:
+			err = c.executeWrite(ctx, x, a)
+		case strategies.ActionLabel:
+			err = c.labelPod(ctx, x.w.ns, a.Pod, &serving)
+		case strategies.ActionUnlabel:
+			err = c.labelPod(ctx, x.w.ns, a.Pod, nil)
+		case strategies.ActionSelect:
+			if svc := x.services[a.Service]; svc != nil {
+				err = c.patchSelector(ctx, svc, a.Key, a.Value)
+			}
+		case strategies.ActionClearCommand:
+			if x.primary != nil && x.command != "" {
+				err = c.clearCommand(ctx, x.primary, x.command)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// executeWrite writes one Deployment of the workload as action a asks.
+func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategies.Action) error {
+	live := x.w.deployment(a.Deployment)
+	if live == nil {
+		return nil
+	}
+	want := live.DeepCopy()
+	if a.Status {
+		stamp(want, x.annotations, a.Role)
+	}
+	if a.ClearCommand && live == x.primary {
+		// Only the primary's command is read, and acted on.
+		delete(want.Annotations, contract.AnnotationCommand)
+	}
+	if a.Replicas != nil {
+		want.Spec.Replicas = a.Replicas
+	}
+	switch a.Template {
+	case strategies.StableServing:
+		setLabel(&want.Spec.Template.ObjectMeta, contract.LabelServing, "true")
+	case strategies.StablePromote:
+		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
+			t := *canary.Spec.Template.DeepCopy()
+			delete(t.Labels, contract.LabelTrack)
+			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
+			want.Spec.Template = strategies.Stamp(t)
+			// The stable Deployment's new ReplicaSet is the canary's
+			// commit in `kubectl rollout history`.
+			keepAnnotation(want, canary, AnnotationChangeCause)
+		}
+	}
+	if err := c.writeDeployment(ctx, live, want); err != nil {
+		return err
+	}
+	if live == x.primary && x.written != nil {
+		x.written()
+		x.written = nil
+	}
+	return nil
+}

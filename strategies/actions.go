@@ -1,0 +1,166 @@
+package strategies
+
+import "plimsoll.dev/plimsoll/contract"
+
+// ActionKind is what one action of a plan does.
+type ActionKind int
+
+// The actions a plan may list.
+const (
+	// ActionWrite writes a Deployment of the workload: the plan's status,
+	// and the action's role, replicas, template and command clearing.
+	ActionWrite ActionKind = iota + 1
+	// ActionLabel gives a canary pod plimsoll.dev/serving="true".
+	ActionLabel
+	// ActionUnlabel takes plimsoll.dev/serving away from a canary pod.
+	ActionUnlabel
+	// ActionSelect sets one key of a Service's selector.
+	ActionSelect
+	// ActionClearCommand removes the command the reconcile acted on from
+	// the workload's primary Deployment, after the writes it asked for.
+	ActionClearCommand
+)
+
+// ServiceRole names a Service a strategy steers.
+type ServiceRole string
+
+// The Services of the strategies, named by the workload's annotations.
+const (
+	// ServiceActive is plimsoll.dev/active-service of a blue-green workload.
+	ServiceActive ServiceRole = "active"
+	// ServicePreview is plimsoll.dev/preview-service; a workload without
+	// one skips its actions.
+	ServicePreview ServiceRole = "preview"
+	// ServiceCanary is plimsoll.dev/service of a canary workload.
+	ServiceCanary ServiceRole = "canary"
+)
+
+// Action is one write of a plan. A plan lists its actions in the order
+// they are to be executed; the caller executes them one by one, stops at
+// the first that fails, and plans again.
+type Action struct {
+	Kind ActionKind
+	// Deployment names the Deployment of an ActionWrite by its suffix to
+	// the workload's name: "" for <name>, contract.SuffixCanary,
+	// contract.SuffixBlue or contract.SuffixGreen.
+	Deployment string
+	// Status makes the write record the plan's status and step state.
+	Status bool
+	// Replicas, when set, is the replica count the write gives it.
+	Replicas *int32
+	// Role, when set, is the plimsoll.dev/role the write gives it.
+	Role Role
+	// Template says what becomes of the stable template (canary only).
+	Template StableTemplate
+	// ClearCommand drops plimsoll.dev/command in the same write: the
+	// command was acted on in this plan.
+	ClearCommand bool
+	// Pod names the pod of an ActionLabel or ActionUnlabel.
+	Pod string
+	// Service, Key and Value are the selector entry of an ActionSelect.
+	Service    ServiceRole
+	Key, Value string
+}
+
+// suffixOf is the Deployment suffix of color c: "-blue" or "-green".
+func suffixOf(c Color) string {
+	if c == ColorGreen {
+		return contract.SuffixGreen
+	}
+	return contract.SuffixBlue
+}
+
+// sequenceCanary lists the actions of a canary plan. While the rollout
+// steps, pods are labelled before the stable Deployment scales down for
+// them and unlabelled after it scales up for them: with N = 4 at 50%, one
+// more canary pod serves before stable goes from 3 to 2. When the canary
+// goes away (an abort, a failure, a finished promotion: the canary to
+// zero) its pods are unlabelled first, so they stop serving at once.
+func sequenceCanary(plan CanaryPlan, o CanaryObserved) []Action {
+	var actions []Action
+	pods := func(kind ActionKind, names []string) {
+		for _, name := range names {
+			actions = append(actions, Action{Kind: kind, Pod: name})
+		}
+	}
+	away := plan.CanaryReplicas != nil && *plan.CanaryReplicas == 0
+	if away {
+		pods(ActionUnlabel, plan.Unlabel)
+	}
+	pods(ActionLabel, plan.Label)
+	if plan.SelectServing {
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceCanary, Key: contract.LabelServing, Value: "true"})
+	}
+	actions = append(actions, Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
+		Replicas: plan.StableReplicas, Template: plan.Stable, ClearCommand: true})
+	if o.Canary != nil {
+		actions = append(actions, Action{Kind: ActionWrite, Deployment: contract.SuffixCanary, Status: true, Role: RoleCanary, Replicas: plan.CanaryReplicas})
+	}
+	if !away {
+		pods(ActionUnlabel, plan.Unlabel)
+	}
+	return actions
+}
+
+// sequenceBlueGreen lists the actions of a blue-green plan: the colors'
+// Deployments first (scale-ups and status), then the Services (the swap),
+// then what lost traffic. A color is not scaled down while the active
+// Service still holds ready endpoints of its pods: the color the swap
+// takes traffic from waits for the next plan, and one whose endpoints
+// have not left yet waits a second (pending reports such a wait). Before
+// the first swap the active Service selects no color and serves every
+// color's pods, so scaling one down is the plan's intent, not a race.
+//
+// A command that swaps (promote, abort) stays on the primary until the
+// swap is made, so that a swap that fails is tried again with it; a
+// pending promote stays until it acts.
+func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Action, pending bool) {
+	served := func(name string) bool {
+		if o.Active == "" {
+			return false
+		}
+		for _, pod := range o.ActiveEndpoints {
+			if PodOf(pod, name) {
+				return true
+			}
+		}
+		return false
+	}
+	swaps := plan.Active != "" && plan.Active != o.Active
+	clearNow := !plan.Pending && !swaps
+	for _, color := range []Color{ColorBlue, ColorGreen} {
+		live := o.Deployment(color)
+		if live == nil {
+			continue
+		}
+		write := Action{Kind: ActionWrite, Deployment: suffixOf(color), Status: true, Role: plan.Roles[color], ClearCommand: clearNow}
+		if n, ok := plan.Replicas[color]; ok {
+			switch {
+			case n < liveReplicas(live) && color == o.Active && swaps:
+				pending = true // after the swap, in the next plan
+			case n >= liveReplicas(live) || !served(live.Name):
+				write.Replicas = &n
+			default:
+				pending = true
+			}
+		}
+		actions = append(actions, write)
+	}
+	if plan.Active != "" {
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceActive, Key: contract.LabelColor, Value: string(plan.Active)})
+	}
+	if plan.Preview != "" {
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServicePreview, Key: contract.LabelColor, Value: string(plan.Preview)})
+	}
+	if swaps && !plan.Pending {
+		actions = append(actions, Action{Kind: ActionClearCommand})
+	}
+	if l := o.Legacy; plan.LegacyReplicas != nil && l != nil && liveReplicas(l) != *plan.LegacyReplicas {
+		if served(l.Name) {
+			pending = true
+		} else {
+			actions = append(actions, Action{Kind: ActionWrite, Deployment: "", Replicas: plan.LegacyReplicas})
+		}
+	}
+	return actions, pending
+}
