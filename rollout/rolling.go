@@ -69,8 +69,8 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		Hash:         strategies.TemplateHash(git.Spec.Template),
 		Replicas:     git.Spec.Replicas,
 		AutoRollback: autoRollback(git.Annotations),
-		Commit:       in.commit,
 	}
+	want.Commit = strategies.RevisionCommit(recorded, want.Hash, in.commit)
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets})
 	if plan.Template == strategies.TemplateLive && live == nil {
 		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
@@ -100,7 +100,13 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+		if live != nil && strategies.LiveHash(live.Spec.Template) == want.Hash {
+			// The template runs already: a later commit that leaves it
+			// as it is does not become its change cause.
+			keepAnnotation(obj, live, AnnotationChangeCause)
+		} else {
+			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+		}
 	case strategies.TemplateLive:
 		obj.Spec.Template = live.Spec.Template
 		keepAnnotation(obj, live, AnnotationChangeCause)
@@ -111,7 +117,9 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	for k, v := range keep {
 		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
 	}
-	if live == nil || !applied(live, obj) {
+	// A one-shot sync writes only what Git's intent needs: the status of
+	// a revision it did not start is the daemon's to follow.
+	if live == nil || !applied(live, obj, !c.once) {
 		body, err := json.Marshal(obj)
 		if err != nil {
 			return fmt.Errorf("encode the Deployment: %w", err)
@@ -140,10 +148,20 @@ var statusKeys = []string{contract.AnnotationPhase, contract.AnnotationRevision,
 // applied reports whether live holds everything an apply of obj would
 // write: every field of obj (see fields.Hold), and exactly obj's status
 // annotations, which an apply also removes when obj leaves them out.
-func applied(live, obj *appsv1.Deployment) bool {
-	for _, k := range statusKeys {
-		if live.Annotations[k] != obj.Annotations[k] {
-			return false
+// Without status, the status annotations but the role are not compared.
+func applied(live, obj *appsv1.Deployment, status bool) bool {
+	if status {
+		for _, k := range statusKeys {
+			if live.Annotations[k] != obj.Annotations[k] {
+				return false
+			}
+		}
+	} else {
+		obj = obj.DeepCopy()
+		for _, k := range statusKeys {
+			if k != contract.AnnotationRole {
+				delete(obj.Annotations, k)
+			}
 		}
 	}
 	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(live)

@@ -76,16 +76,31 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 // hash from commit: the decision (see DecideRevision), and the status to
 // record at once. A new revision starts Progressing with the message
 // "rolling out revision N" and keeps the recorded failed hash; the same or
-// a refused template keeps the recorded status with the new commit.
+// a refused template keeps the recorded status, commit included: the
+// commit is that of the revision (see RevisionCommit).
 // Worked through: recorded revision 3 at hash H, Git hands over H' from
 // commit C: revision 4, hash H', commit C, Progressing.
 func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	decision := DecideRevision(recorded, hash)
 	status := recorded
-	status.Commit = commit
+	status.Commit = RevisionCommit(recorded, hash, commit)
 	if decision.Action == RevisionNew {
 		status = Status{Revision: decision.Revision, Hash: hash, FailedHash: recorded.FailedHash, Commit: commit,
 			Phase: PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
 	}
 	return status, decision
+}
+
+// RevisionCommit is the commit a workload records for Git's template of
+// hash handed over from commit: commit for a new revision, else the
+// recorded one, so that a commit which leaves the template as it is (a
+// ConfigMap changed, replicas scaled) writes nothing to the workload's
+// Deployments. Worked through: revision 3 from commit a1b2c3d; commit
+// e4f5a6b scales it to 6: still a1b2c3d; commit 0c9d8e7 changes the image:
+// revision 4 from 0c9d8e7. A status that records no commit takes commit.
+func RevisionCommit(recorded Status, hash, commit string) string {
+	if DecideRevision(recorded, hash).Action == RevisionNew || recorded.Commit == "" {
+		return commit
+	}
+	return recorded.Commit
 }

@@ -77,3 +77,30 @@ func TestDecideRevision(t *testing.T) {
 		})
 	}
 }
+
+// TestRevisionCommit: the commit recorded is that of the revision. At
+// revision 3 (hash h3) from commit a1b2c3d, a commit that keeps h3 keeps
+// a1b2c3d; one that brings a new template records itself; the failed
+// template keeps what was recorded; a status without a commit takes it.
+func TestRevisionCommit(t *testing.T) {
+	recorded := Status{Revision: 3, Hash: "h3", FailedHash: "h9", Commit: "a1b2c3d"}
+	tests := []struct {
+		name     string
+		recorded Status
+		hash     string
+		want     string
+	}{
+		{"same template", recorded, "h3", "a1b2c3d"},
+		{"new template", recorded, "h4", "e4f5a6b"},
+		{"failed template", recorded, "h9", "a1b2c3d"},
+		{"nothing recorded", Status{Revision: 3, Hash: "h3"}, "h3", "e4f5a6b"},
+	}
+	for _, tt := range tests {
+		if got := RevisionCommit(tt.recorded, tt.hash, "e4f5a6b"); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		if st, _ := HandOver(tt.recorded, tt.hash, "e4f5a6b"); st.Commit != tt.want {
+			t.Errorf("%s: HandOver records commit %s, want %s", tt.name, st.Commit, tt.want)
+		}
+	}
+}
