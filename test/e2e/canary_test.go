@@ -167,7 +167,7 @@ func TestCanaryFailure(t *testing.T) {
 	})
 	// The refused template in Git is not drift: resyncs write nothing.
 	s.waitForCommit(t, broken)
-	checkResyncQuiet(t, d)
+	checkResyncQuiet(t, s, d)
 }
 
 // TestCanaryReplacesPods holds a canary at step 2 (1 canary pod serving)

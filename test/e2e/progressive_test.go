@@ -345,15 +345,55 @@ func metricSum(t *testing.T, d *daemon, name string) float64 {
 }
 
 // checkResyncQuiet waits for three more syncs of the daemon, its commit
-// applied, and checks that they wrote no object.
-func checkResyncQuiet(t *testing.T, d *daemon) {
+// applied, and checks that they wrote no object, recorded no Synced Event
+// and logged no "applied" line. The marks are taken after one sync, so
+// that the Event and log of the commit itself are in before them.
+func checkResyncQuiet(t *testing.T, s *syncTarget, d *daemon) {
 	t.Helper()
-	writes, syncs := metricSum(t, d, "plimsoll_sync_object_writes_total"), metricSum(t, d, "plimsoll_sync_total")
-	waitFor(t, "three more syncs", func(context.Context) (bool, error) {
-		return metricSum(t, d, "plimsoll_sync_total") >= syncs+3, nil
-	})
+	waitForSyncs(t, d, 1)
+	writes, events, applied := metricSum(t, d, "plimsoll_sync_object_writes_total"), syncedEvents(t, s), appliedLines(d)
+	waitForSyncs(t, d, 3)
 	if after := metricSum(t, d, "plimsoll_sync_object_writes_total"); after != writes {
 		t.Errorf("%v objects written by syncs of an unchanged commit; metrics:\n%s", after-writes,
 			strings.Join(slices.DeleteFunc(scrapeMetrics(t, d), func(l string) bool { return !strings.HasPrefix(l, "plimsoll_sync_object_writes_total") }), "\n"))
 	}
+	if after := syncedEvents(t, s); after != events {
+		t.Errorf("%d Synced Events for syncs of an unchanged commit", after-events)
+	}
+	if after := appliedLines(d); after != applied {
+		t.Errorf("%d \"applied\" log lines for syncs of an unchanged commit:\n%s", after-applied, d.log())
+	}
+}
+
+// waitForSyncs waits until the daemon has synced n more times.
+func waitForSyncs(t *testing.T, d *daemon, n float64) {
+	t.Helper()
+	syncs := metricSum(t, d, "plimsoll_sync_total")
+	waitFor(t, fmt.Sprintf("%v more syncs", n), func(context.Context) (bool, error) {
+		return metricSum(t, d, "plimsoll_sync_total") >= syncs+n, nil
+	})
+}
+
+// syncedEvents counts the Synced Events of the sync's status object, an
+// aggregated Event by its count.
+func syncedEvents(t *testing.T, s *syncTarget) int32 {
+	t.Helper()
+	list, err := suite.client.CoreV1().Events(s.statusNamespace()).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range list.Items {
+		if e.Reason == "Synced" {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
+// appliedLines counts the daemon's log lines of objects applied and
+// commits applied.
+func appliedLines(d *daemon) int {
+	log := d.log()
+	return strings.Count(log, "msg=applied ") + strings.Count(log, `msg="sync applied"`)
 }

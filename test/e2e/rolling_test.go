@@ -216,7 +216,7 @@ func TestRollingRollout(t *testing.T) {
 	}
 	// The refused template in Git is not drift: resyncs write nothing.
 	s.waitForCommit(t, bad)
-	checkResyncQuiet(t, daemon)
+	checkResyncQuiet(t, s, daemon)
 
 	t.Log("then a good commit makes it Healthy")
 	s.repo.commit("web v3", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v3")})

@@ -50,7 +50,7 @@ func TestStrategySwitch(t *testing.T) {
 	checkMinReady(t, endpoints, mark, 4)
 	// Git's web is served by web-blue, and the old web at 0 is no drift.
 	s.waitForCommit(t, v2)
-	checkResyncQuiet(t, daemon)
+	checkResyncQuiet(t, s, daemon)
 
 	t.Log("2. back to rolling: web takes over; the colors and the color selector go")
 	mark = endpoints.mark()
