@@ -160,17 +160,28 @@ func failedNow(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, n
 // not Ready since 12:00:00 stalls at 12:00:10. A Deployment without a
 // deadline (2147483647 seconds, or none set) never stalls.
 func stalled(d *appsv1.Deployment, pods []Pod, now time.Time) bool {
+	at, ok := firstStall(d, pods)
+	return ok && !now.Before(at)
+}
+
+// firstStall is when the first of pods, not being deleted and not Ready,
+// reaches d's progress deadline (see stalled); ok is false when no pod
+// can stall.
+func firstStall(d *appsv1.Deployment, pods []Pod) (at time.Time, ok bool) {
 	seconds := d.Spec.ProgressDeadlineSeconds
 	if seconds == nil || *seconds == math.MaxInt32 {
-		return false
+		return time.Time{}, false
 	}
 	deadline := time.Duration(*seconds) * time.Second
 	for _, p := range pods {
-		if !p.Ready && !p.Deleting && !p.NotReadySince.IsZero() && now.Sub(p.NotReadySince) >= deadline {
-			return true
+		if p.Ready || p.Deleting || p.NotReadySince.IsZero() {
+			continue
+		}
+		if t := p.NotReadySince.Add(deadline); !ok || t.Before(at) {
+			at, ok = t, true
 		}
 	}
-	return false
+	return at, ok
 }
 
 // untilStalled is how long until one of pods stalls (see stalled), zero
@@ -183,21 +194,10 @@ func untilStalled(d *appsv1.Deployment, pods []Pod, hash string, recorded Status
 	if d == nil || hashOf(d) != hash || recorded.Phase == PhaseDegraded {
 		return 0
 	}
-	seconds := d.Spec.ProgressDeadlineSeconds
-	if seconds == nil || *seconds == math.MaxInt32 {
-		return 0
+	if at, ok := firstStall(d, pods); ok && at.After(now) {
+		return at.Sub(now)
 	}
-	deadline := time.Duration(*seconds) * time.Second
-	var soonest time.Duration
-	for _, p := range pods {
-		if p.Ready || p.Deleting || p.NotReadySince.IsZero() {
-			continue
-		}
-		if left := p.NotReadySince.Add(deadline).Sub(now); left > 0 {
-			soonest = sooner(soonest, left)
-		}
-	}
-	return soonest
+	return 0
 }
 
 // sooner is the shorter of two requeue delays, where zero means none.
