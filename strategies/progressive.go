@@ -126,8 +126,16 @@ func fullyAvailable(d *appsv1.Deployment, n int32) bool {
 }
 
 // scaledDown reports whether d is absent, or asks for no pods and runs none.
+// It does not wait for the Deployment controller to observe d's latest
+// spec: every status write bumps the generation of each Deployment it
+// stamps, so a color at 0 would read as still up after each write, and the
+// plan that follows would record a new scale-down time (one more write, one
+// more generation, and so on). A reported 0 under a spec of 0 is stale
+// only if the spec went above 0 and back between two reports of the
+// Deployment controller (an abort within a second of a scale-up); the
+// next report, which follows at once, corrects it.
 func scaledDown(d *appsv1.Deployment) bool {
-	return d == nil || (liveReplicas(d) == 0 && caughtUp(d) && d.Status.Replicas == 0)
+	return d == nil || (liveReplicas(d) == 0 && d.Status.Replicas == 0)
 }
 
 // hashOf is the LiveHash of d's template, "" for a nil d.
