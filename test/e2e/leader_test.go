@@ -55,11 +55,15 @@ func TestLeaderElection(t *testing.T) {
 		t.Errorf("the leader did not log the request:\n%s", leader.log())
 	}
 
+	// The commit goes in before the leader stops: the leader polls once an
+	// hour, so only the standby's first sync as the new leader applies it.
+	// (Pushed after the stop, it could land just after that first sync
+	// and wait for the next poll.)
+	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: green", "color: red", 1)
+	red := s.repo.commit("paint it red", files)
 	if err := leader.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: green", "color: red", 1)
-	red := s.repo.commit("paint it red", files)
 	s.waitForCommit(t, red)
 	if !strings.Contains(standby.log(), "became leader") {
 		t.Errorf("commit applied but the standby never logged becoming leader:\n%s", standby.log())
