@@ -42,6 +42,21 @@ test: test-unit test-e2e ## run the unit tests, then the e2e suite against the l
 test-unit: ## unit tests
 	$(GO) test -count=1 ./...
 
+# Each fuzz target runs for FUZZTIME (go test runs one -fuzz target at a
+# time): the manifest renderer, the canary steps grammar, the plimsoll.dev/
+# annotations of a workload, the sync record's inventory and the webhook's
+# signature check. CI runs them for 10s each.
+FUZZ_TARGETS := ./sync/manifest:FuzzRender ./strategies:FuzzParseSteps ./rollout:FuzzWorkloadAnnotations \
+	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
 # The suite starts the local control plane when none runs (building its tools
 # on the first run, hence the long timeout) and stops it again at the end; a
 # cluster that was already up (make cluster-up, make demo) is reused and kept.
