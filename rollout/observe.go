@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +114,23 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 		w.ready[svc] = readyPods(v.slices, ns, svc)
 	}
 	return w
+}
+
+// lookUpMissing reads from the API server the Services that Git's
+// annotations name and the cache does not hold: one the sync created a
+// moment ago may not have reached the informer when the hand-off queues the
+// workload. Only a Service missing from the cache costs a request; one
+// that does not exist stays missing, and is refused as bad input.
+func (c *Controller) lookUpMissing(ctx context.Context, w *workload, annotations map[string]string) {
+	for _, key := range serviceKeys {
+		name := annotations[key]
+		if name == "" || w.services[name] != nil {
+			continue
+		}
+		if svc, err := c.client.CoreV1().Services(w.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			w.services[name] = svc
+		}
+	}
 }
 
 // serviceKeys are the annotations that name a Service a strategy steers.

@@ -24,6 +24,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		gitAnnotations = in.git.Annotations
 	}
 	w := c.observe(ns, name, gitAnnotations)
+	c.lookUpMissing(ctx, w, gitAnnotations)
 	if in.refused != nil {
 		return c.holdRefused(ctx, w, in)
 	}
