@@ -141,6 +141,14 @@ const (
 	// AnnotationRequestedAt asks for a sync out of turn: whoever changes
 	// its value makes the syncing replica sync at once.
 	AnnotationRequestedAt = "plimsoll.dev/requested-at"
+	// AnnotationBlockedWriter is set by a daemon that finds the sync held
+	// by another (the Lease LeasePrefix+<sync name>) and so writes
+	// nothing: "<its identity> since <time>: the sync is held by <holder>".
+	// It removes the annotation when it takes over or stops.
+	AnnotationBlockedWriter = "plimsoll.dev/blocked-writer"
+	// LeasePrefix starts the name of the Lease a daemon holds while it
+	// writes for a sync: one writer per sync.
+	LeasePrefix = "plimsoll-"
 
 	// The values of AnnotationSyncStatus.
 	SyncSynced = "Synced"

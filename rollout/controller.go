@@ -56,6 +56,12 @@ const (
 	// writeMemory is how long the controller prefers a Deployment it wrote
 	// over an older copy in its cache (see recentWrites).
 	writeMemory = time.Minute
+	// heldRetry is how soon a workload is looked at again while another
+	// daemon holds the sync (see Config.Writable).
+	heldRetry = 2 * time.Second
+	// writableLook is how often Run looks whether it may start its
+	// workers.
+	writableLook = 100 * time.Millisecond
 )
 
 // Config wires a Controller.
@@ -79,6 +85,10 @@ type Config struct {
 	// the Deployments it took, and writes Events synchronously: what a
 	// one-shot sync needs, which exits right after.
 	Once bool
+	// Writable, when set, says whether this daemon may write: while it
+	// says no (another daemon holds the sync), no workload is reconciled,
+	// and each is looked at again every 2s.
+	Writable func() bool
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -93,6 +103,8 @@ type Controller struct {
 	workers int
 	clock   clock.Clock
 	once    bool
+	// writable says whether the controller may write (Config.Writable).
+	writable func() bool
 	// factories are the informer factories: per watched namespace,
 	// Deployments, then the workload-labelled ReplicaSets and Pods, then
 	// Services and EndpointSlices.
@@ -128,19 +140,23 @@ func New(cfg Config) *Controller {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.Writable == nil {
+		cfg.Writable = func() bool { return true }
+	}
 	c := &Controller{
-		client:  cfg.Client,
-		log:     cfg.Log,
-		workers: cfg.Workers,
-		clock:   cfg.Clock,
-		once:    cfg.Once,
-		views:   map[string]view{},
-		started: make(chan struct{}),
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		events:  newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
-		metrics: cfg.Metrics,
-		written: newRecentWrites(cfg.Clock, writeMemory),
-		intents: newIntents(),
+		writable: cfg.Writable,
+		client:   cfg.Client,
+		log:      cfg.Log,
+		workers:  cfg.Workers,
+		clock:    cfg.Clock,
+		once:     cfg.Once,
+		views:    map[string]view{},
+		started:  make(chan struct{}),
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		events:   newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
+		metrics:  cfg.Metrics,
+		written:  newRecentWrites(cfg.Clock, writeMemory),
+		intents:  newIntents(),
 	}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
@@ -209,6 +225,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("wait for the rollout controller's caches to sync: %w", ctx.Err())
 	}
 	close(c.started)
+	for !c.writable() {
+		// Another daemon holds the sync: the workers start once it is gone.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(writableLook):
+		}
+	}
 	c.log.Info("rollout controller started", "workers", c.workers)
 	for i := 0; i < c.workers; i++ {
 		go wait.UntilWithContext(ctx, c.work, time.Second)
@@ -243,6 +267,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if !c.writable() {
+		// Another daemon holds the sync: plan nothing until it is gone.
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, heldRetry)
+		return true
+	}
 	err := c.reconcile(ctx, key)
 	c.intents.reconciled(key, err)
 	if err != nil {

@@ -17,6 +17,14 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, err
 	}
+	if rec.Lost != "" {
+		// What a sync would prune, by the inventory it would rebuild.
+		rebuilt, err := s.rebuild(ctx)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s, and it cannot be rebuilt: %w", rec.Lost, err)
+		}
+		rec.Inventory = rebuilt.Inventory
+	}
 	head, err := s.cfg.Source.Head(ctx)
 	if err == nil {
 		err = s.cfg.Source.Fetch(ctx, head)

@@ -82,8 +82,8 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	}
 	var changes []apply.Change
 	for _, it := range items {
-		if prev, known := inv[it.Key()]; known && prev.Hash == it.Hash {
-			it.Action = apply.ActionNone // unchanged in Git: the controller keeps it as Git says
+		if unchangedInGit(it, inv) {
+			it.Action = apply.ActionNone // the controller keeps it as Git says
 			continue
 		}
 		if it.Action == apply.ActionNone || it.Action == apply.ActionRestore {
@@ -139,6 +139,13 @@ func typedDeployment(obj manifest.Object) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("read Deployment %s: %w", obj.Key(), err)
 	}
 	return d, nil
+}
+
+// unchangedInGit reports whether inv holds it with the same hash: Git has
+// not changed it since it was last applied or handed over.
+func unchangedInGit(it *apply.Item, inv inventory.Inventory) bool {
+	prev, known := inv[it.Key()]
+	return known && prev.Hash == it.Hash
 }
 
 func isDeployment(it *apply.Item) bool {

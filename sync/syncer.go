@@ -27,6 +27,9 @@ const (
 	DefaultInterval = 30 * time.Second
 	// DefaultMaxBackoff caps the wait between attempts while they fail.
 	DefaultMaxBackoff = 5 * time.Minute
+	// HeldRetry is how often Run looks again while Config.Writable says
+	// no.
+	HeldRetry = 2 * time.Second
 
 	// ReasonSynced is the Event reason of an applied commit.
 	ReasonSynced = "Synced"
@@ -107,6 +110,10 @@ type Config struct {
 	Metrics     *Metrics
 	Log         *slog.Logger
 	Clock       clock.PassiveClock
+	// Writable, when set, says whether this daemon may write: while it
+	// says no (another daemon holds the sync), Run syncs nothing and
+	// looks again every HeldRetry. SyncOnce does not ask.
+	Writable func() bool
 }
 
 // Syncer makes the cluster match the followed branch, one commit at a time.
@@ -117,6 +124,9 @@ type Syncer struct {
 	// handedOff is the commit whose Deployments the rollout controller
 	// was last handed; "" after a failed sync.
 	handedOff string
+	// attempted is set once Run has attempted its first sync (and closed
+	// ready).
+	attempted bool
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -164,21 +174,25 @@ func (s *Syncer) Run(ctx context.Context) error {
 		s.Trigger()
 	})
 	failures := 0
-	for first := true; ; first = false {
-		err := s.SyncOnce(ctx)
-		if first {
-			close(s.ready)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := s.cfg.Interval
-		if err != nil && !errors.Is(err, ErrHeld) {
-			failures++
-			wait = backoff(s.cfg.Interval, s.cfg.MaxBackoff, failures)
-			s.cfg.Log.Info("next attempt after backoff", "sync", s.cfg.Name, "failures", failures, "wait", wait)
-		} else {
-			failures = 0
+	for {
+		wait := HeldRetry
+		if s.cfg.Writable == nil || s.cfg.Writable() {
+			err := s.SyncOnce(ctx)
+			if !s.attempted {
+				s.attempted = true
+				close(s.ready)
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			wait = s.cfg.Interval
+			if err != nil && !errors.Is(err, ErrHeld) {
+				failures++
+				wait = backoff(s.cfg.Interval, s.cfg.MaxBackoff, failures)
+				s.cfg.Log.Info("next attempt after backoff", "sync", s.cfg.Name, "failures", failures, "wait", wait)
+			} else {
+				failures = 0
+			}
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -213,13 +227,23 @@ func backoff(interval, limit time.Duration, n int) time.Duration {
 // otherwise; the failure is also in the sync status and in an Event.
 func (s *Syncer) SyncOnce(ctx context.Context) error {
 	start := s.cfg.Clock.Now()
-	rec, err := s.cfg.Store.Load(ctx)
-	if err != nil {
+	rec, repair, err := s.load(ctx)
+	status, outcome := inventory.Status{}, outcomeFailed
+	switch {
+	case err != nil && rec.Lost == "":
+		// The record could not be read at all (the API server): there is
+		// no status to write either.
 		s.cfg.Log.Error("read sync record", "sync", s.cfg.Name, "err", err)
 		s.cfg.Metrics.observe(outcomeFailed, s.cfg.Clock.Since(start))
 		return err
+	case err != nil:
+		status = s.unreadable(ctx, rec.Status, err)
+	default:
+		status, outcome, err = s.sync(ctx, &rec)
+		if repair != "" && err == nil {
+			status.Message += "; " + repair
+		}
 	}
-	status, outcome, err := s.sync(ctx, &rec)
 	rec.Status = status
 	if _, serr := s.cfg.Store.Save(ctx, rec); serr != nil {
 		s.cfg.Log.Error("write sync status", "sync", s.cfg.Name, "err", serr)
@@ -282,7 +306,7 @@ func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error)
 		err = fmt.Errorf("path %q renders no object; refusing to sync an empty set (and to prune %d objects) without --allow-empty", s.cfg.Path, n)
 	}
 	if err == nil {
-		s.cfg.Applier.ResetDiscovery()
+		s.cfg.Applier.StartSync()
 		err = manifest.Validate(objs, s.cfg.Applier, s.cfg.Namespace)
 	}
 	if err == nil {
@@ -342,6 +366,14 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *i
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, it := range plan.Items {
+		if isDeployment(it) && unchangedInGit(it, rec.Inventory) {
+			// The rollout controller keeps it as Git says; its live
+			// object (another color's name, an older template mid-rollout)
+			// is the controller's business, so it needs no dry-run.
+			it.Action = apply.ActionNone
+		}
 	}
 	res, err := s.cfg.Applier.Apply(ctx, plan, isDeployment)
 	for _, it := range res.Applied {
@@ -417,6 +449,9 @@ func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) in
 // (or, for an apply error, not all of it), and nothing was pruned.
 func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
 	s.handedOff = "" // the next good commit is handed over in full again
+	// A kind the cache still maps may be gone (a CRD deleted by hand):
+	// the next sync discovers afresh.
+	s.cfg.Applier.ResetDiscovery()
 	st := prev
 	st.State = contract.SyncFailed
 	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -17,10 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/webhook"
 )
 
@@ -30,7 +27,6 @@ const (
 	renewDeadline   = 10 * time.Second
 	retryPeriod     = 2 * time.Second
 	shutdownTimeout = 5 * time.Second
-	readHeaderLimit = 10 * time.Second
 	// requestTimeout bounds a standby's write that passes a hook on.
 	requestTimeout = 5 * time.Second
 )
@@ -98,7 +94,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
 		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
 	if !o.leaderElect {
-		return d.run(ctx)
+		return o.runExclusive(ctx, d, log)
 	}
 	return o.runAsLeader(ctx, d, log)
 }
@@ -128,6 +124,10 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 			_, _ = w.Write([]byte("ok: standby\n"))
 			return
 		}
+		if !d.writable() {
+			http.Error(w, d.blocked(), http.StatusServiceUnavailable)
+			return
+		}
 		select {
 		case <-d.syncer.Ready():
 			_, _ = w.Write([]byte("ok\n"))
@@ -138,7 +138,7 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if secret != nil {
 		mux.Handle("/hook", webhook.Handler(secret, func() {
-			if !d.standby.Load() {
+			if !d.standby.Load() && d.writable() {
 				log.Info("webhook received; syncing now")
 				d.syncer.Trigger()
 				return
@@ -149,7 +149,7 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 				log.Error("pass the webhook on to the leader", "err", err)
 				return
 			}
-			log.Info("webhook received on a standby; sync requested from the leader")
+			log.Info("webhook received by a daemon that does not hold the sync; sync requested from its holder")
 		}))
 	} else {
 		mux.HandleFunc("/hook", func(w http.ResponseWriter, _ *http.Request) {
@@ -160,7 +160,8 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 	if err != nil {
 		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderLimit}
+	srv := &http.Server{Handler: mux}
+	webhook.ServerTimeouts(srv)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("serve HTTP", "err", err)
@@ -172,13 +173,8 @@ func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log 
 // runAsLeader runs the syncer only while this process holds the Lease
 // plimsoll-<sync name> in the status namespace.
 func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logger) error {
-	host, _ := os.Hostname()
-	id := fmt.Sprintf("%s_%d", strings.ReplaceAll(host, "_", "-"), os.Getpid())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: "plimsoll-" + o.syncName, Namespace: d.statusNamespace},
-		Client:     d.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
+	id := identity()
+	lock := o.leaseLock(d, id)
 	var runErr error
 	d.standby.Store(true)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
@@ -187,7 +183,7 @@ func (o *runOptions) runAsLeader(ctx context.Context, d *daemon, log *slog.Logge
 		RenewDeadline:   renewDeadline,
 		RetryPeriod:     retryPeriod,
 		ReleaseOnCancel: true,
-		Name:            "plimsoll-" + o.syncName,
+		Name:            contract.LeasePrefix + o.syncName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", id)

@@ -84,6 +84,12 @@ type syncReport struct {
 	FetchedCommit string `json:"fetchedCommit"`
 	Message       string `json:"message"`
 	StaleSince    string `json:"staleSince,omitempty"`
+	// RecordDamage says why the record's inventory cannot be read (the
+	// next sync rebuilds it), "" when it can.
+	RecordDamage string `json:"recordDamage,omitempty"`
+	// BlockedWriter is the note of a second daemon on this sync, which
+	// writes nothing while another holds it.
+	BlockedWriter string `json:"blockedWriter,omitempty"`
 }
 
 func newStatusCommand() *cobra.Command {
@@ -117,6 +123,10 @@ func newStatusCommand() *cobra.Command {
 				st := rec.Status
 				report.Sync = &syncReport{Name: syncName, Namespace: statusNamespace, Status: st.State, Commit: st.Commit,
 					FetchedCommit: st.FetchedCommit, Message: st.Message, StaleSince: st.StaleSince}
+				if rec.Lost != inventory.Missing {
+					report.Sync.RecordDamage = rec.Lost
+				}
+				report.Sync.BlockedWriter = rec.BlockedWriter
 			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -147,6 +157,12 @@ func printStatus(out io.Writer, r statusReport, syncName, statusNamespace string
 	fmt.Fprintln(tw, "SYNC\tSTATUS\tCOMMIT\tMESSAGE")
 	if s := r.Sync; s != nil {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Status, orDash(short(s.Commit)), s.Message)
+		if s.BlockedWriter != "" {
+			fmt.Fprintf(tw, "\t\t\tanother daemon writes nothing: %s\n", s.BlockedWriter)
+		}
+		if s.RecordDamage != "" {
+			fmt.Fprintf(tw, "\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", s.RecordDamage)
+		}
 	} else {
 		fmt.Fprintf(tw, "%s\t-\t-\tno status in namespace %s\n", syncName, statusNamespace)
 	}

@@ -30,13 +30,24 @@ type daemon struct {
 	// standby is true while the daemon waits for the leader Lease: it is
 	// ready, and passes the hooks it receives on to the leader.
 	standby atomic.Bool
+	// exclusive is set for a daemon without --leader-elect (see
+	// runExclusive): it writes only while held; holder is the identity of
+	// the Lease's holder as last seen ("" before any).
+	exclusive bool
+	held      atomic.Bool
+	holder    atomic.Value
 }
+
+// writable reports whether the daemon may write: always, but for an
+// exclusive daemon that does not hold its sync.
+func (d *daemon) writable() bool { return !d.exclusive || d.held.Load() }
 
 // wire builds the syncer and its parts from the flags.
 // With once, the rollout controller works for a one-shot sync: it
 // reconciles only what the sync hands over, and the hand-off waits for it
 // (see rollout.Config.Once).
 func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool) (*daemon, error) {
+	d := &daemon{}
 	srcCfg, err := o.sourceConfig()
 	if err != nil {
 		return nil, err
@@ -69,7 +80,8 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	cached := memory.NewMemCacheClient(disc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
 
@@ -78,7 +90,8 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if reg != nil {
 		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
-	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces, Metrics: rolloutMetrics, Clock: clk, Once: once})
+	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces,
+		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable})
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
@@ -90,13 +103,15 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Interval:    o.interval,
 		Windows:     windows,
 		Source:      src,
-		Applier:     apply.New(apply.Config{Dynamic: dyn, Mapper: mapper, SyncName: o.syncName}),
+		Applier:     apply.New(apply.Config{Dynamic: dyn, Mapper: mapper, Discovery: cached, SyncName: o.syncName}),
 		Store:       store,
 		Deployments: rollouts,
 		Events:      psync.NewEvents(client, clk, log),
 		Metrics:     metrics,
 		Log:         log,
 		Clock:       clk,
+		Writable:    d.writable,
 	})
-	return &daemon{syncer: syncer, rollouts: rollouts, store: store, client: client, statusNamespace: statusNS}, nil
+	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
+	return d, nil
 }

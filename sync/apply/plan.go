@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -62,6 +63,8 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// Mapper maps kinds to resources; reset after CRDs are applied.
 	Mapper meta.ResettableRESTMapper
+	// Discovery lists the kinds the cluster serves, for Rebuild.
+	Discovery discovery.DiscoveryInterface
 	// SyncName is set as the contract.LabelSync value on every applied object.
 	SyncName string
 	// FieldManager defaults to DefaultFieldManager.
@@ -74,6 +77,9 @@ type Config struct {
 // time.
 type Applier struct {
 	cfg Config
+	// rediscovered is set once this sync has reset the cached discovery
+	// for a kind it did not know (see Namespaced).
+	rediscovered bool
 }
 
 // New returns an Applier.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -30,6 +31,9 @@ const (
 	// DataInventory is the data key of the inventory: one applied object a
 	// line, "<hash> <apiVersion> <kind> <namespace or -> <name>", sorted.
 	DataInventory = "inventory"
+
+	// FieldManager is the field manager of every write to the record.
+	FieldManager = managedBy
 
 	managedBy   = "plimsoll"
 	noNamespace = "-"
@@ -70,7 +74,18 @@ type Status struct {
 type Record struct {
 	Status    Status
 	Inventory Inventory
+	// Lost says why Inventory could not be read, "" when it was: the
+	// record does not exist (Missing), or its inventory does not parse.
+	// Inventory is nil then; the status is read whatever the inventory.
+	Lost string
+	// BlockedWriter is the note of a daemon that finds the sync held by
+	// another (contract.AnnotationBlockedWriter); read, never written here.
+	BlockedWriter string
 }
+
+// Missing is Record.Lost of a sync whose record does not exist: one that
+// never ran, or whose ConfigMap was deleted.
+const Missing = "the sync record does not exist"
 
 // Store reads and writes one sync's record.
 type Store struct {
@@ -90,21 +105,36 @@ func (s *Store) Object() *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: s.namespace, Name: s.name}
 }
 
-// Load reads the record. A sync that never ran has an empty record.
+// Load reads the record. Without one (see Missing), or with an inventory
+// that does not parse, the record says so in Lost; only a failure to read
+// the ConfigMap is an error.
 func (s *Store) Load(ctx context.Context) (Record, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return Record{Inventory: Inventory{}}, nil
+		return Record{Lost: Missing}, nil
 	}
 	if err != nil {
 		return Record{}, fmt.Errorf("read sync record %s/%s: %w", s.namespace, s.name, err)
 	}
-	return decode(cm)
+	return decode(cm), nil
 }
 
 // Save writes rec if it differs from what is stored, and reports whether
-// it wrote.
+// it wrote. A nil rec.Inventory leaves the stored inventory as it is (one
+// that could be neither read nor rebuilt stays for a later try). A write
+// that conflicts with another writer's (a requested sync, a blocked
+// writer's note) is made again on the fresh record.
 func (s *Store) Save(ctx context.Context, rec Record) (bool, error) {
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		wrote, err = s.save(ctx, rec)
+		return err
+	})
+	return wrote, err
+}
+
+func (s *Store) save(ctx context.Context, rec Record) (bool, error) {
 	configMaps := s.client.CoreV1().ConfigMaps(s.namespace)
 	cm, err := configMaps.Get(ctx, s.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -154,10 +184,12 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[DataInventory] = rec.Inventory.String()
+	if rec.Inventory != nil {
+		cm.Data[DataInventory] = rec.Inventory.String()
+	}
 }
 
-func decode(cm *corev1.ConfigMap) (Record, error) {
+func decode(cm *corev1.ConfigMap) Record {
 	a := cm.Annotations
 	rec := Record{Status: Status{
 		State:         a[contract.AnnotationSyncStatus],
@@ -165,13 +197,14 @@ func decode(cm *corev1.ConfigMap) (Record, error) {
 		FetchedCommit: a[contract.AnnotationFetchedCommit],
 		Message:       a[contract.AnnotationMessage],
 		StaleSince:    a[contract.AnnotationStaleSince],
-	}}
+	}, BlockedWriter: a[contract.AnnotationBlockedWriter]}
 	inv, err := ParseInventory(cm.Data[DataInventory])
 	if err != nil {
-		return Record{}, fmt.Errorf("read inventory of %s/%s: %w", cm.Namespace, cm.Name, err)
+		rec.Lost = fmt.Sprintf("the inventory of %s/%s does not parse: %v", cm.Namespace, cm.Name, err)
+		return rec
 	}
 	rec.Inventory = inv
-	return rec, nil
+	return rec
 }
 
 // String encodes the inventory as sorted lines (see DataInventory).

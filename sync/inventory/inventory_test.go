@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -80,5 +81,45 @@ func TestSaveSkipsUnchangedRecord(t *testing.T) {
 	}
 	if cm.Annotations[contract.AnnotationSyncStatus] != contract.SyncSynced || cm.Labels[contract.LabelSync] != "default" {
 		t.Errorf("ConfigMap annotations %v labels %v", cm.Annotations, cm.Labels)
+	}
+}
+
+// TestLoadDamagedRecord: a record whose inventory does not parse is read
+// with its status and the reason in Lost, and saving it with no inventory
+// keeps the stored one; a missing record is Missing.
+func TestLoadDamagedRecord(t *testing.T) {
+	ctx := context.Background()
+	damaged := "abc v1 ConfigMap app config\nnot an entry\n"
+	client := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "plimsoll-sync-default", Namespace: "plimsoll",
+			Annotations: map[string]string{contract.AnnotationSyncStatus: contract.SyncSynced, contract.AnnotationCommit: "abc"}},
+		Data: map[string]string{DataInventory: damaged},
+	})
+	store := NewStore(client, "plimsoll", "default")
+	rec, err := store.Load(ctx)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if rec.Status.State != contract.SyncSynced || rec.Status.Commit != "abc" || rec.Inventory != nil {
+		t.Errorf("Load() = %+v; want the status read and no inventory", rec)
+	}
+	if !strings.Contains(rec.Lost, "plimsoll/plimsoll-sync-default") || !strings.Contains(rec.Lost, "line 2") {
+		t.Errorf("Lost = %q; want the record and the line named", rec.Lost)
+	}
+	rec.Status.State, rec.Status.Message = contract.SyncFailed, "cannot rebuild"
+	if _, err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := client.CoreV1().ConfigMaps("plimsoll").Get(ctx, "plimsoll-sync-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data[DataInventory] != damaged || cm.Annotations[contract.AnnotationSyncStatus] != contract.SyncFailed {
+		t.Errorf("after Save: inventory %q, status %q; want the inventory kept and the status written", cm.Data[DataInventory], cm.Annotations[contract.AnnotationSyncStatus])
+	}
+
+	missing, err := NewStore(client, "plimsoll", "other").Load(ctx)
+	if err != nil || missing.Lost != Missing {
+		t.Errorf("Load of a missing record = %+v, %v; want Lost %q", missing, err, Missing)
 	}
 }

@@ -3,6 +3,13 @@
 // the shared secret: GitHub signs the body (X-Hub-Signature-256, HMAC
 // SHA-256), GitLab sends the secret itself (X-Gitlab-Token). Anything else
 // gets 401 and triggers nothing.
+//
+// The handler spends as little as it can on a request that cannot be
+// authentic: one with neither header is refused before its body is read, a
+// body over MaxBodyBytes is cut off at the limit (413), and at most
+// MaxConcurrent requests are served at once (503 beyond). The server's
+// read timeout (ServerTimeouts) bounds how long a client may take to send
+// one.
 package webhook
 
 import (
@@ -10,9 +17,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Headers and limits of the webhook.
@@ -24,24 +33,70 @@ const (
 	// MaxBodyBytes bounds the body read to check a signature; push
 	// payloads are far smaller.
 	MaxBodyBytes = 1 << 20
+	// MaxConcurrent bounds the hook requests served at once; a Git host
+	// sends one per push.
+	MaxConcurrent = 8
+
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// the HTTP server's (see ServerTimeouts). 1 MiB in 10 s needs 100
+	// KiB/s; a client that trickles its body slower is cut off.
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 10 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 60 * time.Second
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes = 64 << 10
 
 	githubPrefix = "sha256="
 )
 
+// ServerTimeouts sets the timeouts and header limit above on srv, so that
+// no client holds a connection or a goroutine longer than them.
+func ServerTimeouts(srv *http.Server) {
+	srv.ReadHeaderTimeout, srv.ReadTimeout = ReadHeaderTimeout, ReadTimeout
+	srv.WriteTimeout, srv.IdleTimeout = WriteTimeout, IdleTimeout
+	srv.MaxHeaderBytes = MaxHeaderBytes
+}
+
 // Handler answers POST requests whose signature or token matches secret by
 // calling trigger and replying 202 Accepted. It never blocks on the sync:
-// trigger only signals. The secret must not be empty.
+// trigger only signals. The secret must not be empty. Refusals: 405 for
+// another method, 401 without credentials or with wrong ones, 413 for a
+// signed body over MaxBodyBytes, 503 while MaxConcurrent requests are in
+// hand, 400 for a body that cannot be read (a client that stopped sending).
 func Handler(secret []byte, trigger func()) http.Handler {
+	slots := make(chan struct{}, MaxConcurrent)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-		if err != nil || len(body) > MaxBodyBytes {
-			http.Error(w, "cannot read body", http.StatusBadRequest)
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many hook requests at once", http.StatusServiceUnavailable)
 			return
+		}
+		if r.Header.Get(HeaderGitHubSignature) == "" && r.Header.Get(HeaderGitLabToken) == "" {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var body []byte
+		if r.Header.Get(HeaderGitHubSignature) != "" {
+			var err error
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				http.Error(w, "body over 1 MiB", http.StatusRequestEntityTooLarge)
+				return
+			case err != nil:
+				http.Error(w, "cannot read body", http.StatusBadRequest)
+				return
+			}
 		}
 		if !Authentic(secret, r.Header, body) {
 			http.Error(w, "bad signature", http.StatusUnauthorized)

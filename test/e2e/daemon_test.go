@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -122,7 +123,12 @@ func TestDaemonRestoresDrift(t *testing.T) {
 	head := s.repo.commit("base", baseTree())
 	startDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
-	waitForPhase(t, s.ns, "web", "Healthy") // the controllers are done writing
+	waitForPhase(t, s.ns, "web", "Healthy")
+	// The controllers are done writing once the Deployment controller has
+	// observed the status write (annotations bump the generation).
+	waitForDeployment(t, s.ns, "web", "its latest generation observed", func(d *appsv1.Deployment) bool {
+		return d.Status.ObservedGeneration >= d.Generation
+	})
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 
@@ -146,18 +152,7 @@ func TestDaemonRestoresDrift(t *testing.T) {
 // (the interval is an hour) and that a badly signed one gets 401 and
 // triggers nothing.
 func TestDaemonWebhook(t *testing.T) {
-	s := newSyncTarget(t)
-	secretFile := filepath.Join(t.TempDir(), "hook-secret")
-	if err := os.WriteFile(secretFile, []byte("hook-s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	first := s.repo.commit("base", baseTree())
-	d := startDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
-	s.waitForCommit(t, first)
-
-	files := baseTree()
-	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
-	second := s.repo.commit("paint it green", files)
+	s, d, first, second := hookedDaemon(t)
 
 	if code := postHook(t, d, "wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("badly signed hook: status %d, want 401", code)
@@ -175,6 +170,28 @@ func TestDaemonWebhook(t *testing.T) {
 	}
 	s.waitForCommit(t, second)
 	t.Logf("webhook latency: POST to commit applied in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// hookSecret is the webhook secret of hookedDaemon.
+const hookSecret = "hook-s3cret"
+
+// hookedDaemon starts a daemon that polls once an hour and takes push hooks
+// signed with hookSecret, waits until it applied the first commit, and
+// pushes a second one that only a hook (or an hour) brings in.
+func hookedDaemon(t *testing.T) (s *syncTarget, d *daemon, first, second string) {
+	t.Helper()
+	s = newSyncTarget(t)
+	secretFile := filepath.Join(t.TempDir(), "hook-secret")
+	if err := os.WriteFile(secretFile, []byte(hookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first = s.repo.commit("base", baseTree())
+	d = startDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
+	s.waitForCommit(t, first)
+	files := baseTree()
+	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
+	second = s.repo.commit("paint it green", files)
+	return s, d, first, second
 }
 
 // postHook sends daemon d a GitHub push hook signed with secret and
