@@ -19,9 +19,9 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	}
 	if rec.Lost != "" {
 		// What a sync would prune, by the inventory it would rebuild.
-		rebuilt, err := s.rebuild(ctx)
+		rebuilt, err := s.rebuild(ctx, rec.Lost)
 		if err != nil {
-			return "", nil, fmt.Errorf("%s, and it cannot be rebuilt: %w", rec.Lost, err)
+			return "", nil, err
 		}
 		rec.Inventory = rebuilt.Inventory
 	}

@@ -29,9 +29,9 @@ func (s *Syncer) load(ctx context.Context) (rec inventory.Record, repair string,
 	if err != nil || rec.Lost == "" {
 		return rec, "", err
 	}
-	rebuilt, err := s.rebuild(ctx)
+	rebuilt, err := s.rebuild(ctx, rec.Lost)
 	if err != nil {
-		return rec, "", fmt.Errorf("%s, and it cannot be rebuilt: %w", rec.Lost, err)
+		return rec, "", err
 	}
 	if rec.Lost == inventory.Missing && len(rebuilt.Inventory) == 0 {
 		rec.Inventory = rebuilt.Inventory
@@ -49,10 +49,15 @@ func (s *Syncer) load(ctx context.Context) (rec inventory.Record, repair string,
 }
 
 // rebuild lists the objects labelled with this sync's name (the record
-// itself left out) as an inventory.
-func (s *Syncer) rebuild(ctx context.Context) (apply.Rebuilt, error) {
+// itself left out) as an inventory, for a record whose inventory is lost
+// for the reason given.
+func (s *Syncer) rebuild(ctx context.Context, lost string) (apply.Rebuilt, error) {
 	record := s.cfg.Store.Object()
-	return s.cfg.Applier.Rebuild(ctx, s.cfg.Namespaces, manifest.Key{Kind: "ConfigMap", Namespace: record.Namespace, Name: record.Name})
+	rebuilt, err := s.cfg.Applier.Rebuild(ctx, s.cfg.Namespaces, manifest.Key{Kind: "ConfigMap", Namespace: record.Namespace, Name: record.Name})
+	if err != nil {
+		return rebuilt, fmt.Errorf("%s, and it cannot be rebuilt: %w", lost, err)
+	}
+	return rebuilt, nil
 }
 
 // unreadable records a sync record whose inventory can be neither read nor

@@ -124,9 +124,6 @@ type Syncer struct {
 	// handedOff is the commit whose Deployments the rollout controller
 	// was last handed; "" after a failed sync.
 	handedOff string
-	// attempted is set once Run has attempted its first sync (and closed
-	// ready).
-	attempted bool
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -178,9 +175,10 @@ func (s *Syncer) Run(ctx context.Context) error {
 		wait := HeldRetry
 		if s.cfg.Writable == nil || s.cfg.Writable() {
 			err := s.SyncOnce(ctx)
-			if !s.attempted {
-				s.attempted = true
-				close(s.ready)
+			select {
+			case <-s.ready:
+			default:
+				close(s.ready) // the first sync attempted
 			}
 			if ctx.Err() != nil {
 				return nil

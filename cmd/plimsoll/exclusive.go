@@ -94,19 +94,21 @@ func (o *runOptions) runExclusive(ctx context.Context, d *daemon, log *slog.Logg
 		}
 	}()
 	go func() {
-		// A holder of this host that no longer runs is not waited for.
+		// A holder of this host that no longer runs is not waited for:
+		// checked before the first election (above), then every
+		// retryPeriod while this daemon does not hold the sync.
 		ticker := time.NewTicker(retryPeriod)
 		defer ticker.Stop()
 		for {
-			if !d.held.Load() {
-				if err := releaseIfGone(ctx, lock, id); err != nil && ctx.Err() == nil {
-					log.Info("check the sync's Lease", "err", err)
-				}
-			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
+			}
+			if !d.held.Load() {
+				if err := releaseIfGone(ctx, lock, id); err != nil && ctx.Err() == nil {
+					log.Info("check the sync's Lease", "err", err)
+				}
 			}
 		}
 	}()

@@ -82,8 +82,6 @@ func (a *Applier) Rebuild(ctx context.Context, namespaces []string, skip manifes
 				}
 				for i := range items.Items {
 					obj := &items.Items[i]
-					obj.SetAPIVersion(list.GroupVersion)
-					obj.SetKind(r.Kind)
 					if madeFromOurs(obj) {
 						continue
 					}

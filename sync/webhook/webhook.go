@@ -80,12 +80,13 @@ func Handler(secret []byte, trigger func()) http.Handler {
 			http.Error(w, "too many hook requests at once", http.StatusServiceUnavailable)
 			return
 		}
-		if r.Header.Get(HeaderGitHubSignature) == "" && r.Header.Get(HeaderGitLabToken) == "" {
+		signed := r.Header.Get(HeaderGitHubSignature) != ""
+		if !signed && r.Header.Get(HeaderGitLabToken) == "" {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 		var body []byte
-		if r.Header.Get(HeaderGitHubSignature) != "" {
+		if signed {
 			var err error
 			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 			var tooLarge *http.MaxBytesError
