@@ -44,13 +44,14 @@ test-unit: ## unit tests
 
 # Each fuzz target runs FUZZTIME (go test runs one -fuzz target at a time):
 # the manifest renderer, the canary steps grammar, the plimsoll.dev/
-# annotations of a workload, the sync record's inventory and the webhook's
-# signature check. The budget is a count of executions, not a duration: a
-# duration is a wall-clock deadline that Go's fuzz coordinator can race on a
+# annotations of a workload, the sync record's inventory, the webhook's
+# signature check and the streaming Git delta applier (against go-git's).
+# The budget is a count of executions, not a duration: a duration is a
+# wall-clock deadline that Go's fuzz coordinator can race on a
 # loaded machine, failing a target with "context deadline exceeded" and no
 # crasher. 30000 executions are 5-15 s per target on 2 cores.
 FUZZ_TARGETS := ./sync/manifest:FuzzRender ./strategies:FuzzParseSteps ./rollout:FuzzWorkloadAnnotations \
-	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic
+	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic ./sync/source:FuzzApplyDelta
 FUZZTIME ?= 30000x
 
 .PHONY: fuzz
@@ -68,12 +69,20 @@ test-e2e: ## e2e tests against the local control plane (started if needed)
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/chart/...
 
 .PHONY: bench
-bench: bench-sync bench-rollout ## both benchmarks below; each writes its section of bench/results.md
+bench: bench-sync bench-repo bench-rollout ## the benchmarks below; each writes its section of bench/results.md
 
 # The sync benchmark needs the control plane: it is brought up (and left up).
 .PHONY: bench-sync
 bench-sync: build cluster-up ## time a cold sync and a no-op resync of 2,000 objects against kubectl
 	$(GO) test -tags bench -count=1 -timeout 60m -v -run TestSyncBenchmark ./test/bench/
+
+# The repository memory benchmark needs the control plane too. BENCH_BEFORE
+# names another plimsoll binary to measure beside bin/plimsoll.
+BENCH_BEFORE ?=
+
+.PHONY: bench-repo
+bench-repo: build cluster-up ## peak RSS of a cold sync of a repository with a 200 MB blob, and of one with 100,000 files
+	PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) $(GO) test -tags bench -count=1 -timeout 60m -v -run TestRepositoryMemoryBenchmark ./test/bench/
 
 # The rollout benchmark runs on a control plane of its own, with enough
 # simulated nodes for 300 + 300 workloads of 4 pods and their surge (kwok

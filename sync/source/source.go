@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -127,8 +128,9 @@ type Snapshot struct {
 type Repository struct {
 	url      remoteURL
 	branch   plumbing.ReferenceName
-	remote   *remote
+	remote   upstream
 	storage  *filesystem.Storage
+	packDir  string
 	keyring  string
 	timeout  time.Duration
 	maxBytes int64
@@ -194,8 +196,9 @@ func newRepository(cfg Config) (*Repository, error) {
 	return &Repository{
 		url:      u,
 		branch:   branch,
-		remote:   newRemote(u, auth),
+		remote:   newUpstream(u, auth),
 		storage:  st,
+		packDir:  filepath.Join(cfg.Dir, "objects", "pack"),
 		keyring:  keyring,
 		timeout:  timeout,
 		maxBytes: maxBytes,
@@ -250,7 +253,7 @@ func (r *Repository) Fetch(ctx context.Context, hash string) error {
 		if r.storage.HasEncodedObject(h) == nil {
 			return nil
 		}
-		tip, err := r.remote.fetch(ctx, r.storage, r.branch)
+		tip, err := r.remote.fetch(ctx, clone{storage: r.storage, packDir: r.packDir}, r.branch)
 		if err != nil {
 			return err
 		}

@@ -7,49 +7,33 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// remote speaks the Git upload-pack protocol to one repository. It has its
-// own transport client, so nothing is registered in go-git's process-wide
+// remote speaks the Git upload-pack protocol to one server. It has its own
+// transport client, so nothing is registered in go-git's process-wide
 // protocol table.
 type remote struct {
 	url    remoteURL
 	client transport.Transport
 	auth   transport.AuthMethod
-	// sendHaves says whether the server may be told which commits the local
-	// clone already has. The in-process server used for file URLs fails on
-	// a "have" it does not know (after a force-push), so it gets none and
-	// sends the whole branch.
-	sendHaves bool
 }
 
-func newRemote(u remoteURL, auth transport.AuthMethod) *remote {
-	r := &remote{url: u, auth: auth, sendHaves: true}
+// newUpstream returns where u's objects come from.
+func newUpstream(u remoteURL, auth transport.AuthMethod) upstream {
 	switch u.kind {
 	case kindFile:
-		// Served in process by go-git, so no git binary is needed.
-		r.client = server.NewClient(localLoader{base: osfs.New("")})
-		r.sendHaves = false
+		return localRepository{path: u.endpoint.Path}
 	case kindHTTP, kindHTTPS:
-		r.client = githttp.NewClient(&http.Client{})
-	case kindSSH:
-		r.client = gitssh.DefaultClient
+		return &remote{url: u, auth: auth, client: githttp.NewClient(&http.Client{})}
 	}
-	return r
+	return &remote{url: u, auth: auth, client: gitssh.DefaultClient}
 }
 
 // advertised opens an upload-pack session and reads the references the
@@ -98,7 +82,7 @@ func (r *remote) head(ctx context.Context, branch plumbing.ReferenceName) (plumb
 // the local branch at that tip whatever it pointed at before (a forced
 // update, so a force-pushed history replaces the old one). It returns the
 // new tip.
-func (r *remote) fetch(ctx context.Context, st *filesystem.Storage, branch plumbing.ReferenceName) (tip plumbing.Hash, err error) {
+func (r *remote) fetch(ctx context.Context, c clone, branch plumbing.ReferenceName) (tip plumbing.Hash, err error) {
 	sess, ar, err := r.advertised(ctx)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %s (the repository is empty)", ErrBranchNotFound, branch)
@@ -116,12 +100,12 @@ func (r *remote) fetch(ctx context.Context, st *filesystem.Storage, branch plumb
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if st.HasEncodedObject(tip) != nil {
-		if err := r.download(ctx, sess, ar, st, branch, tip); err != nil {
+	if c.storage.HasEncodedObject(tip) != nil {
+		if err := r.download(ctx, sess, ar, c, branch, tip); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	if err := st.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
+	if err := c.storage.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("update local %s: %w", branch, err)
 	}
 	return tip, nil
@@ -130,7 +114,7 @@ func (r *remote) fetch(ctx context.Context, st *filesystem.Storage, branch plumb
 // download asks the server for a pack with everything reachable from tip
 // and stores it.
 func (r *remote) download(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs,
-	st *filesystem.Storage, branch plumbing.ReferenceName, tip plumbing.Hash) (err error) {
+	c clone, branch plumbing.ReferenceName, tip plumbing.Hash) (err error) {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	// A thin pack may refer to objects outside it; asking for a full one
 	// keeps every stored pack self-contained.
@@ -141,10 +125,8 @@ func (r *remote) download(ctx context.Context, sess transport.UploadPackSession,
 		}
 	}
 	req.Wants = []plumbing.Hash{tip}
-	if r.sendHaves {
-		if local, err := st.Reference(branch); err == nil && st.HasEncodedObject(local.Hash()) == nil {
-			req.Haves = []plumbing.Hash{local.Hash()}
-		}
+	if local, err := c.storage.Reference(branch); err == nil && c.storage.HasEncodedObject(local.Hash()) == nil {
+		req.Haves = []plumbing.Hash{local.Hash()}
 	}
 
 	resp, err := sess.UploadPack(ctx, req)
@@ -156,10 +138,10 @@ func (r *remote) download(ctx context.Context, sess transport.UploadPackSession,
 			err = cerr
 		}
 	}()
-	if err := packfile.UpdateObjectStorage(st, demux(req.Capabilities, resp)); err != nil {
+	if err := c.storePack(demux(req.Capabilities, resp)); err != nil {
 		return fmt.Errorf("store pack: %w", err)
 	}
-	if err := st.HasEncodedObject(tip); err != nil {
+	if err := c.storage.HasEncodedObject(tip); err != nil {
 		return fmt.Errorf("the server's pack lacks commit %s", tip)
 	}
 	return nil
@@ -190,28 +172,4 @@ func plainTransportError(err error) error {
 		}
 	}
 	return err
-}
-
-// localLoader finds the repository of a file URL, bare or with a work tree.
-type localLoader struct {
-	base billy.Filesystem
-}
-
-// Load returns the storage of the repository at ep.Path, or
-// transport.ErrRepositoryNotFound.
-func (l localLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
-	for _, dir := range []string{ep.Path, ep.Path + "/.git"} {
-		fs, err := l.base.Chroot(dir)
-		if err != nil {
-			continue
-		}
-		if _, err := fs.Stat("HEAD"); err != nil {
-			continue
-		}
-		if _, err := fs.Stat("objects"); err != nil {
-			continue
-		}
-		return filesystem.NewStorage(fs, cache.NewObjectLRUDefault()), nil
-	}
-	return nil, transport.ErrRepositoryNotFound
 }
