@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,17 @@ const (
 	// writableLook is how often Run looks whether it may start its
 	// workers.
 	writableLook = 100 * time.Millisecond
+	// retryBase and retryMax bound the retries of a workload whose
+	// reconcile failed: 5 ms, doubling per failure, at most 10 s (client-go's
+	// default goes to 1000 s). A 20 s API server outage is about a dozen
+	// failures: with the default the workload's next try could be 20-40 s
+	// after the server is back, after a longer one minutes; here it is at
+	// most 10 s. retryQPS and retryBurst bound the retries of all workloads
+	// together.
+	retryBase  = 5 * time.Millisecond
+	retryMax   = 10 * time.Second
+	retryQPS   = 10
+	retryBurst = 100
 )
 
 // Config wires a Controller.
@@ -152,7 +164,7 @@ func New(cfg Config) *Controller {
 		once:     cfg.Once,
 		views:    map[string]view{},
 		started:  make(chan struct{}),
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		queue:    workqueue.NewTypedRateLimitingQueue(retryLimiter()),
 		events:   newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
 		metrics:  cfg.Metrics,
 		written:  newRecentWrites(cfg.Clock, writeMemory),
@@ -257,6 +269,15 @@ func (c *Controller) running() bool {
 func (c *Controller) work(ctx context.Context) {
 	for c.processNext(ctx) {
 	}
+}
+
+// retryLimiter spaces the retries of failed reconciles: per workload
+// exponentially up to retryMax, and all together at retryQPS.
+func retryLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(retryQPS), retryBurst)},
+	)
 }
 
 // processNext reconciles one workload: Forget on success, AddRateLimited on
