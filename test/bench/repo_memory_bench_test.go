@@ -59,7 +59,7 @@ func TestRepositoryMemoryBenchmark(t *testing.T) {
 
 	repos := []struct{ name, path, bare string }{
 		{name: fmt.Sprintf("a %d MB incompressible blob outside --path", heavyBlobBytes>>20), path: "deploy", bare: blobRepo(t)},
-		{name: fmt.Sprintf("%d small files under --path", smallFiles), path: ".", bare: manyFilesRepo(t)},
+		{name: "100,000 small files under --path", path: ".", bare: manyFilesRepo(t)},
 	}
 	server := serveHTTP(t, repos[0].bare, repos[1].bare)
 
