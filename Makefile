@@ -10,7 +10,7 @@ CLUSTER  := $(CURDIR)/hack/cluster
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 40m
 
 export KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 export PATH := $(CURDIR)/.cluster/bin:$(PATH)

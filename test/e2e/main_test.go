@@ -141,7 +141,13 @@ func newNamespace(t *testing.T) string {
 // defaultTimeout. describe says what was awaited, for the failure message.
 func waitFor(t *testing.T, describe string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
+	waitForWithin(t, describe, defaultTimeout, cond)
+}
+
+// waitForWithin is waitFor with a timeout of its own.
+func waitForWithin(t *testing.T, describe string, timeout time.Duration, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {

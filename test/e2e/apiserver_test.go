@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// apiServerOutage is how long TestAPIServerOutage keeps the API server
+// down; afterOutage how long the rollout may then take to complete.
+const (
+	apiServerOutage = 20 * time.Second
+	afterOutage     = 4 * time.Minute
+)
+
+// outageDeadline raises the examples' 60s progress deadline: the Deployment
+// controller makes no progress while the API server is down, nor for a
+// while after (its informers re-list with backoff), and the test is about
+// the daemon coming through, not about a revision failing for that.
+var outageDeadline = [2]string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 600"}
+
+// TestAPIServerOutage stops the API server for 20 s in the middle of a
+// canary and of a blue-green rollout (hack/cluster stop/start) and starts
+// it again: the daemon keeps running and reconnects, the rollout completes,
+// the Service's ready endpoints never drop below the workload's 4 replicas
+// (as far as the endpoint watch, which reconnects too, saw), and the sync
+// comes back to Synced at the commit and stays there.
+func TestAPIServerOutage(t *testing.T) {
+	for _, tt := range []struct {
+		name, service, workload string
+		files                   func(version string) map[string]string
+		// started holds once the revision is under way, before it is done.
+		started func(pods []string) bool
+	}{
+		{
+			name: "canary", service: "api", workload: "api",
+			files: func(version string) map[string]string {
+				return canaryExample(t, version, `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 15s, 50%, pause 5s, 100%"`,
+					outageDeadline[0], outageDeadline[1])
+			},
+			started: func(pods []string) bool { return len(withPrefix(pods, "api-canary-")) == 1 },
+		},
+		{
+			name: "blue-green", service: "shop", workload: "shop-green",
+			files: func(version string) map[string]string {
+				return example(t, "blue-green", "registry.example/shop:v1", "registry.example/shop:"+version,
+					"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: 5s", outageDeadline[0], outageDeadline[1])
+			},
+			// Blue serves until the swap; green coming up is waited for below.
+			started: func(pods []string) bool { return len(withPrefix(pods, "shop-blue-")) == 4 },
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSyncTarget(t)
+			s.repo.commit("v1", tt.files("v1"))
+			d := startDaemon(t, s, "--interval", "1s")
+			endpoints := watchEndpoints(t, s.ns, tt.service)
+			endpoints.waitReady(t, "4 endpoints of revision 1", func(pods []string) bool { return len(pods) == 4 })
+			mark := endpoints.mark()
+
+			v2 := s.repo.commit("v2", tt.files("v2"))
+			s.waitForCommit(t, v2)
+			endpoints.waitReady(t, "revision 2 under way", tt.started)
+			if tt.name == "blue-green" {
+				waitForDeployment(t, s.ns, "shop-green", "green coming up", func(dep *appsv1.Deployment) bool {
+					return dep.Status.Replicas > 0
+				})
+			}
+
+			t.Logf("stopping the API server for %s", apiServerOutage)
+			cluster(t, "stop", "kube-apiserver")
+			time.Sleep(apiServerOutage)
+			cluster(t, "start", "kube-apiserver")
+			if d.cmd.ProcessState != nil {
+				t.Fatalf("the daemon exited during the outage:\n%s", d.log())
+			}
+
+			// Every client's reflector (the daemon's, the controller
+			// manager's) retries its watch with a backoff that has grown
+			// to up to a minute by the end of an outage; give it that.
+			back := time.Now()
+			waitForWithin(t, "revision 2 Healthy after the outage", afterOutage, func(ctx context.Context) (bool, error) {
+				dep, err := suite.client.AppsV1().Deployments(s.ns).Get(ctx, tt.workload, metav1.GetOptions{})
+				return err == nil && phaseIs(2, "Healthy")(dep), err
+			})
+			t.Logf("revision 2 Healthy %s after the API server was back", time.Since(back).Round(100*time.Millisecond))
+			if d.cmd.ProcessState != nil {
+				t.Fatalf("the daemon exited after the outage:\n%s", d.log())
+			}
+			endpoints.waitReady(t, "4 endpoints of revision 2", func(pods []string) bool { return len(pods) == 4 })
+			if n, pods := endpoints.minReadySince(mark); n < 4 {
+				t.Errorf("the Service had %d ready endpoints (%v), want never fewer than 4; history:\n%s",
+					n, pods, strings.Join(endpoints.history(mark), "\n"))
+			}
+			t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+
+			waitFor(t, "the sync Synced at v2 again", func(ctx context.Context) (bool, error) {
+				st := s.status(t)
+				return st["plimsoll.dev/sync-status"] == "Synced" && st["plimsoll.dev/commit"] == v2, nil
+			})
+			for _, e := range s.events(t) {
+				if e.Reason == "SyncFailed" {
+					t.Errorf("the outage left a SyncFailed Event: %s", e.Message)
+				}
+			}
+			holdsFor(t, "the sync staying Synced", 5*time.Second, func(ctx context.Context) error {
+				cm, err := suite.client.CoreV1().ConfigMaps(s.statusNamespace()).Get(ctx, "plimsoll-sync-"+s.ns, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if st := cm.Annotations["plimsoll.dev/sync-status"]; st != "Synced" {
+					return fmt.Errorf("sync status %s after the outage: %s", st, cm.Annotations["plimsoll.dev/message"])
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// cluster runs hack/cluster with args against the suite's control plane.
+func cluster(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(clusterScript(), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
