@@ -24,13 +24,15 @@ var errDelta = errors.New("malformed delta")
 // deltaReader applies one delta as it streams out of the pack, so neither
 // the delta nor the target is ever held whole.
 type deltaReader struct {
-	r  io.Reader
 	br *bufio.Reader
+}
+
+func newDeltaReader(r io.Reader) *deltaReader {
+	return &deltaReader{br: bufio.NewReader(r)}
 }
 
 // header reads the base's and the target's sizes.
 func (d *deltaReader) header() (src, dst int64, err error) {
-	d.br = bufio.NewReader(d.r)
 	if src, err = d.size(); err != nil {
 		return 0, 0, err
 	}
@@ -57,11 +59,7 @@ func (d *deltaReader) size() (int64, error) {
 
 // apply writes the target, size bytes, to w from base and the literal
 // bytes of the delta.
-func (d *deltaReader) apply(w io.Writer, base io.ReaderAt, size int64) error {
-	baseSize := int64(-1)
-	if s, ok := base.(*spool); ok {
-		baseSize = s.size
-	}
+func (d *deltaReader) apply(w io.Writer, base *spool, size int64) error {
 	var written int64
 	for {
 		cmd, err := d.br.ReadByte()
@@ -84,8 +82,8 @@ func (d *deltaReader) apply(w io.Writer, base io.ReaderAt, size int64) error {
 			if n == 0 {
 				n = deltaDefaultCopy
 			}
-			if baseSize >= 0 && off+n > baseSize {
-				return fmt.Errorf("%w: copy of %d bytes at %d from a base of %d", errDelta, n, off, baseSize)
+			if off+n > base.size {
+				return fmt.Errorf("%w: copy of %d bytes at %d from a base of %d", errDelta, n, off, base.size)
 			}
 			if err := checkRoom(written, n, size); err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 
 // applyDeltaBytes applies delta to base with deltaReader.
 func applyDeltaBytes(base, delta []byte) ([]byte, error) {
-	d := &deltaReader{r: bytes.NewReader(delta)}
+	d := newDeltaReader(bytes.NewReader(delta))
 	src, dst, err := d.header()
 	if err != nil {
 		return nil, err

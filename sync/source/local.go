@@ -115,11 +115,7 @@ func (l localRepository) fetch(_ context.Context, c clone, branch plumbing.Refer
 	if c.storage.HasEncodedObject(tip) != nil {
 		// What the clone has of its old tip is not sent again; the old tip
 		// need not be in the repository any more (a force-push).
-		var have []plumbing.Hash
-		if local, err := c.storage.Reference(branch); err == nil && c.storage.HasEncodedObject(local.Hash()) == nil {
-			have = []plumbing.Hash{local.Hash()}
-		}
-		objects, err := revlist.ObjectsWithStorageForIgnores(src, c.storage, []plumbing.Hash{tip}, have)
+		objects, err := revlist.ObjectsWithStorageForIgnores(src, c.storage, []plumbing.Hash{tip}, c.have(branch))
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("list objects of %s: %w", tip, err)
 		}

@@ -35,6 +35,16 @@ type clone struct {
 	packDir string
 }
 
+// have names the commit the clone's branch points at, when the clone holds
+// it: what a fetch need not send again.
+func (c clone) have(branch plumbing.ReferenceName) []plumbing.Hash {
+	local, err := c.storage.Reference(branch)
+	if err != nil || c.storage.HasEncodedObject(local.Hash()) != nil {
+		return nil
+	}
+	return []plumbing.Hash{local.Hash()}
+}
+
 // packEntry is one object of a pack being indexed.
 type packEntry struct {
 	offset int64
@@ -90,8 +100,9 @@ func (c clone) storePack(r io.Reader) (err error) {
 	if err != nil {
 		return err
 	}
-	// The index goes in first: a pack without one is invisible to
-	// readers, an index without its pack would be an error.
+	// The index goes in first: readers list the packs by their .pack
+	// files, so a pack without its index would be an error to them, while
+	// an index without its pack is not seen.
 	base := filepath.Join(c.packDir, "pack-"+sum.String())
 	if err := os.Rename(idx, base+".idx"); err != nil {
 		_ = os.Remove(idx)
@@ -231,7 +242,7 @@ func (ix *packIndexer) applyDelta(child *packEntry, typ plumbing.ObjectType, bas
 		return nil, err
 	}
 	defer func() { _ = delta.Close() }()
-	d := &deltaReader{r: delta}
+	d := newDeltaReader(delta)
 	srcSize, dstSize, err := d.header()
 	if err != nil {
 		return nil, err

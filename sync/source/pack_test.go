@@ -13,9 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -103,12 +101,11 @@ func checkEveryObject(t *testing.T, st *filesystem.Storage, want int) {
 
 func newClone(t *testing.T) clone {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := openStorage(dir, defaultMaxFileBytes)
+	c, err := openClone(t.TempDir(), defaultMaxFileBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return clone{storage: st, packDir: filepath.Join(dir, "objects", "pack")}
+	return c
 }
 
 func TestStorePackResolvesDeltas(t *testing.T) {
@@ -245,12 +242,11 @@ func TestLocalFetchStreams(t *testing.T) {
 	if got := readFile(t, snap, "big.bin"); got != string(want) {
 		t.Fatalf("big.bin reads back %d bytes, want the %d in the work tree", len(got), len(want))
 	}
-	st := filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Dir(r.packDir))), cache.NewObjectLRUDefault())
 	list, err := exec.Command("git", "-C", work, "rev-list", "--objects", "--all").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEveryObject(t, st, strings.Count(string(list), "\n"))
+	checkEveryObject(t, r.storage, strings.Count(string(list), "\n"))
 }
 
 func zlibBytes(t *testing.T, b []byte) []byte {

@@ -126,11 +126,10 @@ type Snapshot struct {
 // Repository follows one branch of one remote repository. Its methods are
 // safe to call from several goroutines; they run one at a time.
 type Repository struct {
-	url      remoteURL
-	branch   plumbing.ReferenceName
-	remote   upstream
-	storage  *filesystem.Storage
-	packDir  string
+	url    remoteURL
+	branch plumbing.ReferenceName
+	remote upstream
+	clone
 	keyring  string
 	timeout  time.Duration
 	maxBytes int64
@@ -189,7 +188,7 @@ func newRepository(cfg Config) (*Repository, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("directory for the local clone is not set")
 	}
-	st, err := openStorage(cfg.Dir, maxBytes)
+	c, err := openClone(cfg.Dir, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +196,7 @@ func newRepository(cfg Config) (*Repository, error) {
 		url:      u,
 		branch:   branch,
 		remote:   newUpstream(u, auth),
-		storage:  st,
-		packDir:  filepath.Join(cfg.Dir, "objects", "pack"),
+		clone:    c,
 		keyring:  keyring,
 		timeout:  timeout,
 		maxBytes: maxBytes,
@@ -207,18 +205,18 @@ func newRepository(cfg Config) (*Repository, error) {
 	}, nil
 }
 
-// openStorage opens the bare clone in dir, creating it if needed. Objects
+// openClone opens the bare clone in dir, creating it if needed. Objects
 // larger than maxBytes are not read into memory just to learn their size.
-func openStorage(dir string, maxBytes int64) (*filesystem.Storage, error) {
+func openClone(dir string, maxBytes int64) (clone, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create local clone directory: %w", err)
+		return clone{}, fmt.Errorf("create local clone directory: %w", err)
 	}
 	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
 		filesystem.Options{LargeObjectThreshold: maxBytes})
 	if _, err := git.Init(st, nil); err != nil && !errors.Is(err, git.ErrRepositoryAlreadyExists) {
-		return nil, fmt.Errorf("create local clone in %s: %w", dir, err)
+		return clone{}, fmt.Errorf("create local clone in %s: %w", dir, err)
 	}
-	return st, nil
+	return clone{storage: st, packDir: filepath.Join(dir, "objects", "pack")}, nil
 }
 
 // Head returns the hash the branch points at on the remote. It lists the
@@ -253,7 +251,7 @@ func (r *Repository) Fetch(ctx context.Context, hash string) error {
 		if r.storage.HasEncodedObject(h) == nil {
 			return nil
 		}
-		tip, err := r.remote.fetch(ctx, clone{storage: r.storage, packDir: r.packDir}, r.branch)
+		tip, err := r.remote.fetch(ctx, r.clone, r.branch)
 		if err != nil {
 			return err
 		}

@@ -125,9 +125,7 @@ func (r *remote) download(ctx context.Context, sess transport.UploadPackSession,
 		}
 	}
 	req.Wants = []plumbing.Hash{tip}
-	if local, err := c.storage.Reference(branch); err == nil && c.storage.HasEncodedObject(local.Hash()) == nil {
-		req.Haves = []plumbing.Hash{local.Hash()}
-	}
+	req.Haves = c.have(branch)
 
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {

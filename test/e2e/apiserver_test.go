@@ -79,7 +79,7 @@ func TestAPIServerOutage(t *testing.T) {
 			cluster(t, "stop", "kube-apiserver")
 			time.Sleep(apiServerOutage)
 			cluster(t, "start", "kube-apiserver")
-			if d.cmd.ProcessState != nil {
+			if !processAlive(d.cmd.Process.Pid) {
 				t.Fatalf("the daemon exited during the outage:\n%s", d.log())
 			}
 
@@ -92,7 +92,7 @@ func TestAPIServerOutage(t *testing.T) {
 				return err == nil && phaseIs(2, "Healthy")(dep), err
 			})
 			t.Logf("revision 2 Healthy %s after the API server was back", time.Since(back).Round(100*time.Millisecond))
-			if d.cmd.ProcessState != nil {
+			if !processAlive(d.cmd.Process.Pid) {
 				t.Fatalf("the daemon exited after the outage:\n%s", d.log())
 			}
 			endpoints.waitReady(t, "4 endpoints of revision 2", func(pods []string) bool { return len(pods) == 4 })
