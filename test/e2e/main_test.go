@@ -41,6 +41,11 @@ var suite struct {
 	dynamic    dynamic.Interface
 }
 
+// suiteCleanups run after the last test, the last added first: they stop
+// what the suite starts once for all tests (the Prometheus of
+// startPrometheus).
+var suiteCleanups []func()
+
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
@@ -104,7 +109,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: build client:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	for i := len(suiteCleanups) - 1; i >= 0; i-- {
+		suiteCleanups[i]()
+	}
+	return code
 }
 
 func clusterScript() string { return filepath.Join(suite.root, "hack", "cluster") }
