@@ -40,6 +40,13 @@ const (
 	AnnotationService = "plimsoll.dev/service"
 	// AnnotationSteps holds the canary steps, e.g. "25%, pause 30s, 100%".
 	AnnotationSteps = "plimsoll.dev/steps"
+	// AnnotationAnalysis names the analyses that judge a workload's
+	// revisions: ConfigMaps labelled LabelAnalysis in its namespace,
+	// comma-separated ("error-rate, latency").
+	AnnotationAnalysis = "plimsoll.dev/analysis"
+	// AnnotationAnalysisArgs gives the analyses' arguments,
+	// comma-separated name=value pairs ("threshold=0.01, path=/healthz").
+	AnnotationAnalysisArgs = "plimsoll.dev/analysis-args"
 	// AnnotationForce, "true" on an object in Git, lets the sync delete and
 	// recreate it when a change touches an immutable field.
 	AnnotationForce = "plimsoll.dev/force"
@@ -97,6 +104,9 @@ const (
 	AnnotationScaleDownAt = "plimsoll.dev/scale-down-at"
 	// AnnotationPaused is "true" after a pause command.
 	AnnotationPaused = "plimsoll.dev/paused"
+	// AnnotationAnalysisRun is the analysis run of the current stage of
+	// the rollout, with its counts and last measurements (JSON).
+	AnnotationAnalysisRun = "plimsoll.dev/analysis-run"
 	// AnnotationServed is "true" on a canary pod the controller labelled
 	// serving. A pod that has it without the serving label was taken out of
 	// traffic by hand: the controller leaves it out and labels another.
@@ -122,6 +132,11 @@ const (
 	// workload, in its selector and template, so that it never selects the
 	// stable Deployment's pods.
 	LabelTrack = "plimsoll.dev/track"
+	// LabelAnalysis marks a ConfigMap that holds an analysis (in its data
+	// key AnalysisKey); its value is not read.
+	LabelAnalysis = "plimsoll.dev/analysis"
+	// AnalysisKey is the data key of an analysis ConfigMap.
+	AnalysisKey = "analysis.yaml"
 	// TrackCanary is the value of LabelTrack.
 	TrackCanary = "canary"
 )
