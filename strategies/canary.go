@@ -36,6 +36,12 @@ type CanaryObserved struct {
 	Paused bool
 	// Promote and Abort are pending commands.
 	Promote, Abort bool
+	// Analysis are the metrics of the workload's analyses; none when it
+	// has no analysis.
+	Analysis []MetricSpec
+	// Run is the recorded analysis run, with this reconcile's measurements
+	// folded in; nil when none was recorded.
+	Run *AnalysisRun
 	// Now is the time of planning.
 	Now time.Time
 }
@@ -75,6 +81,8 @@ type CanaryPlan struct {
 	// Step and StepSince are the step state to record.
 	Step      int
 	StepSince time.Time
+	// Run is the analysis run to record.
+	Run *AnalysisRun
 	// RequeueAfter, when positive, is when to plan again although nothing
 	// changes meanwhile (a timed pause running out).
 	RequeueAfter time.Duration
@@ -113,6 +121,15 @@ type CanaryPlan struct {
 // timed pause or a promote does not move it on, and the stable template is
 // not replaced; the canary pods of the current weight are still labelled
 // as they become Ready.
+//
+// A workload with analyses has every step before full promotion judged by
+// its own analysis run ("step 1", "step 2", ...), started once the step's
+// traffic is in place: the step ends only when its run is successful (and,
+// for a timed pause, its time is up). A failed run fails the revision as a
+// missed progress deadline does; an inconclusive one pauses the workload
+// until a promote moves on to the next step or an abort. With steps "25%,
+// pause 30s, 100%" and an analysis of 3 measurements 10s apart, step 1
+// lasts at least 30s after its canary pod serves, step 2 at least 30s.
 func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
 	plan := planCanary(desired, recorded, o)
 	if plan.Status.FailedHash != desired.Hash {
@@ -131,6 +148,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		Status:    startStatus(desired.Desired, recorded, decision),
 		Step:      o.Step,
 		StepSince: o.StepSince,
+		Run:       o.Run,
 	}
 	status := &plan.Status
 	revision := describeRevision(decision.Revision, desired.Commit)
@@ -143,9 +161,8 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		why = plan.Acted
 		decision.Action = RevisionRefused
 	}
-	if decision.Action != RevisionRefused && inFlight && failedNow(o.Canary, o.Pods, desired.Hash, recorded, o.Now) {
+	if reason := canaryFailure(desired, recorded, o); decision.Action != RevisionRefused && inFlight && reason != "" {
 		status.FailedHash = desired.Hash
-		reason := deadlineReason(o.Canary)
 		if !desired.AutoRollback {
 			status.Phase = PhaseDegraded
 			status.Message = fmt.Sprintf("revision %d failed on the canary: %s; auto-rollback is off", decision.Revision, reason)
@@ -190,7 +207,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	steps := desired.Steps
 	k := min(max(o.Step, 0), len(steps))
 	if o.Promote && !o.Paused {
-		if k < len(steps) && steps[k].Pause {
+		if k < len(steps) && (steps[k].Pause || o.Run.Of(stageOf(k), desired.Hash) && o.Run.Verdict == VerdictInconclusive) {
 			plan.Acted = fmt.Sprintf("moved on from step %d/%d", k+1, len(steps))
 			k++
 			plan.Step, plan.StepSince = k, o.Now
@@ -230,16 +247,21 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
 	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, serving, n)
 	status.Phase = PhaseProgressing
+	judged, analysis := judgeStep(&plan, desired, o, k, serving == c && stableAt(o.Stable, stable) && !o.Paused)
 	switch step := steps[k]; {
 	case o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; paused", where, traffic)
 	case serving != c || !stableAt(o.Stable, stable):
 		status.Message = fmt.Sprintf("%s: %s", where, traffic)
+	case plan.Run != nil && plan.Run.Verdict == VerdictInconclusive && plan.Run.Of(stageOf(k), desired.Hash):
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; %s; promote or abort", where, traffic, analysis)
 	case step.Pause && step.Duration == 0:
-		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; waiting for promote", where, traffic)
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; waiting for promote%s", where, traffic, also(analysis))
 	case step.Pause && o.Now.Before(since.Add(step.Duration)):
-		plan.RequeueAfter = since.Add(step.Duration).Sub(o.Now)
-		status.Message = fmt.Sprintf("%s: %s; paused until %s", where, traffic, since.Add(step.Duration).UTC().Format(time.TimeOnly))
+		plan.RequeueAfter = sooner(plan.RequeueAfter, since.Add(step.Duration).Sub(o.Now))
+		status.Message = fmt.Sprintf("%s: %s; paused until %s%s", where, traffic, since.Add(step.Duration).UTC().Format(time.TimeOnly), also(analysis))
+	case !judged:
+		status.Message = fmt.Sprintf("%s: %s; %s", where, traffic, analysis)
 	default:
 		// The step is done: move on, and plan again at once.
 		plan.Step, plan.StepSince = k+1, o.Now
