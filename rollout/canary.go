@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"plimsoll.dev/plimsoll/analysis"
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -151,17 +152,32 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}
 	observed.Pods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] == contract.TrackCanary })
+	// The last run stays recorded, for users to read, until the next
+	// revision's first run replaces it.
+	j := judgement{run: state.Run}
+	observed.Run = state.Run
+	if strategies.LiveHash(cy.stable.Spec.Template) != recorded.Hash {
+		// A revision in flight: its analyses judge it.
+		j, err = c.judge(ctx, cy.stable, state.Run, analysis.Builtins{Workload: cy.name, Namespace: cy.ns, Service: cy.service.Name,
+			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: strategies.LiveHash(cy.stable.Spec.Template)})
+		if err != nil {
+			return c.markInvalid(ctx, cy.w, err, nil, cy.stable, cy.canary)
+		}
+		observed.Analysis, observed.Run = j.specs, j.run
+	}
+	before := state.Run
 	plan := strategies.PlanCanary(strategies.CanaryDesired{
 		Desired: strategies.Desired{Hash: recorded.Hash, Replicas: &replicas,
 			AutoRollback: autoRollback(cy.stable.Annotations), Commit: recorded.Commit},
 		Steps: steps,
 	}, recorded, observed)
-	state.Step, state.StepSince = plan.Step, plan.StepSince
+	state.Step, state.StepSince, state.Run = plan.Step, plan.StepSince, plan.Run
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
 		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.name,
 		written: func() {
 			c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
 				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
+			c.reportAnalysis(cy.stable, before, plan.Run, j.taken, j.specs)
 		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err

@@ -47,6 +47,9 @@ const (
 	ReasonCommand = contract.ReasonCommand
 	// ReasonPhase is the Event reason of a phase change.
 	ReasonPhase = "PhaseChanged"
+	// ReasonAnalysis is the Event reason of an analysis run that started
+	// or reached its verdict.
+	ReasonAnalysis = "Analysis"
 
 	// DefaultWorkers is how many workloads are reconciled at once.
 	DefaultWorkers = 4
@@ -101,6 +104,10 @@ type Config struct {
 	// says no (another daemon holds the sync), no workload is reconciled,
 	// and each is looked at again every 2s.
 	Writable func() bool
+	// Measurer takes the measurements of the workloads' analyses; without
+	// one, every measurement is an error (and an analysis fails at its
+	// consecutive-error limit, never passes).
+	Measurer Measurer
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -134,6 +141,8 @@ type Controller struct {
 	written *recentWrites
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
+	// measurer takes the analyses' measurements (Config.Measurer).
+	measurer Measurer
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
@@ -155,6 +164,9 @@ func New(cfg Config) *Controller {
 	if cfg.Writable == nil {
 		cfg.Writable = func() bool { return true }
 	}
+	if cfg.Measurer == nil {
+		cfg.Measurer = noMeasurer{}
+	}
 	c := &Controller{
 		writable: cfg.Writable,
 		client:   cfg.Client,
@@ -169,6 +181,7 @@ func New(cfg Config) *Controller {
 		metrics:  cfg.Metrics,
 		written:  newRecentWrites(cfg.Clock, writeMemory),
 		intents:  newIntents(),
+		measurer: cfg.Measurer,
 	}
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
@@ -195,22 +208,29 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// watched unfiltered, and mapped to the workloads whose annotations
 	// name them.
 	serviceFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns))
+	// Analyses are ConfigMaps labelled plimsoll.dev/analysis; no other
+	// ConfigMap is held.
+	analysisFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelAnalysis }))
 
 	deployInformer := deployFactory.Apps().V1().Deployments()
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
 	serviceInformer := serviceFactory.Core().V1().Services()
 	sliceInformer := serviceFactory.Discovery().V1().EndpointSlices()
-	c.factories = append(c.factories, deployFactory, factory, serviceFactory)
+	analysisInformer := analysisFactory.Core().V1().ConfigMaps()
+	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
 	c.views[ns] = view{
 		deploys:  deployInformer.Lister(),
 		rsets:    rsInformer.Lister(),
 		pods:     podInformer.Lister(),
 		services: serviceInformer.Lister(),
 		slices:   sliceInformer.Lister(),
+		analyses: analysisInformer.Lister(),
 	}
 	c.synced = append(c.synced, deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
-		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced)
+		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced,
+		analysisInformer.Informer().HasSynced)
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))

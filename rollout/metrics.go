@@ -21,6 +21,8 @@ type Metrics struct {
 	duration  *prometheus.HistogramVec
 	rollbacks *prometheus.CounterVec
 	commands  *prometheus.CounterVec
+	measures  *prometheus.CounterVec
+	verdicts  *prometheus.CounterVec
 
 	mu sync.Mutex
 	// started holds when each workload's revision in flight started, by
@@ -55,9 +57,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "plimsoll_rollout_commands_total",
 			Help: "Commands acted on (promote, abort, retry, pause, resume, or unknown).",
 		}, []string{"command"}),
+		measures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plimsoll_analysis_measurements_total",
+			Help: "Measurements of the analyses' metrics, by namespace, metric (<analysis>/<metric>) and outcome.",
+		}, []string{"namespace", "metric", "outcome"}),
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plimsoll_analysis_runs_total",
+			Help: "Analysis runs that reached a verdict (Successful, Failed, Inconclusive).",
+		}, []string{"verdict"}),
 		started: map[string]revisionStart{},
 	}
-	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands)
+	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands, m.measures, m.verdicts)
 	return m
 }
 
@@ -109,4 +119,20 @@ func (m *Metrics) command(name string) {
 		name = "unknown"
 	}
 	m.commands.WithLabelValues(name).Inc()
+}
+
+// measured counts one measurement of an analysis metric.
+func (m *Metrics) measured(ns string, x strategies.Measurement) {
+	if m == nil {
+		return
+	}
+	m.measures.WithLabelValues(ns, x.Metric, string(x.Outcome)).Inc()
+}
+
+// judged counts an analysis run that reached verdict.
+func (m *Metrics) judged(verdict strategies.Verdict) {
+	if m == nil || verdict == strategies.VerdictRunning {
+		return
+	}
+	m.verdicts.WithLabelValues(string(verdict)).Inc()
 }

@@ -33,6 +33,8 @@ type view struct {
 	pods     corelisters.PodLister
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
+	// analyses are the ConfigMaps labelled plimsoll.dev/analysis.
+	analyses corelisters.ConfigMapLister
 }
 
 // viewOf finds the informers that hold namespace ns: its own, or those of

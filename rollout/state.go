@@ -19,6 +19,7 @@ var workloadKeys = []string{
 	contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
 	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage,
 	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
+	contract.AnnotationAnalysisRun,
 }
 
 // workloadState is what the controller records on a progressive
@@ -29,6 +30,8 @@ type workloadState struct {
 	StepSince   time.Time
 	ScaleDownAt time.Time
 	Paused      bool
+	// Run is the analysis run of the rollout's current stage, if any.
+	Run *strategies.AnalysisRun
 }
 
 // readState reads the workload state from a Deployment's annotations. A
@@ -45,6 +48,7 @@ func readState(a map[string]string) workloadState {
 	}
 	s.StepSince, _ = time.Parse(time.RFC3339, a[contract.AnnotationStepSince])
 	s.ScaleDownAt, _ = time.Parse(time.RFC3339, a[contract.AnnotationScaleDownAt])
+	s.Run = strategies.DecodeRun(a[contract.AnnotationAnalysisRun])
 	return s
 }
 
@@ -64,6 +68,9 @@ func (s workloadState) annotations(st strategies.Status) map[string]string {
 	}
 	if s.Paused {
 		a[contract.AnnotationPaused] = "true"
+	}
+	if run := strategies.EncodeRun(s.Run); run != "" {
+		a[contract.AnnotationAnalysisRun] = run
 	}
 	return a
 }
@@ -102,7 +109,10 @@ func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadS
 	case contract.CommandResume:
 		s.Paused = false
 	case contract.CommandRetry:
+		// The failed run goes with the failed hash: a retry judges the
+		// revision afresh.
 		*st = strategies.Retry(*st)
+		s.Run = nil
 	case contract.CommandPromote:
 		cmd.promote = true
 	case contract.CommandAbort:

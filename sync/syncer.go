@@ -279,7 +279,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Sta
 		return st, outcomeHeld, err
 	}
 
-	if err := s.checkDeployments(ctx, objs); err != nil {
+	if err := errors.Join(checkAnalyses(objs), s.checkDeployments(ctx, objs)); err != nil {
 		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
 	}
 	plan, changes, err := s.applyCommit(ctx, objs, rec, snap.Commit)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +14,11 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plimsoll.dev/plimsoll/analysis"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/source"
 	"plimsoll.dev/plimsoll/sync/window"
@@ -58,6 +61,8 @@ type sourceOptions struct {
 	gitTokenFile, gitTokenEnv         string
 	sshKeyFile, sshKnownHostsFile     string
 	sshKeyPassphraseFile, verifyKeyFn string
+
+	prometheusURL, prometheusTokenFile string
 }
 
 func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
@@ -87,6 +92,28 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sshKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
 	fs.StringVar(&o.sshKnownHostsFile, "ssh-known-hosts-file", "", "known_hosts file; required with SSH")
 	fs.StringVar(&o.verifyKeyFn, "verify-key", "", "armored OpenPGP keyring: apply only commits signed by one of its keys")
+	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus the analyses' prometheus metrics query (e.g. http://prometheus.monitoring:9090)")
+	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
+}
+
+// measurer builds the analyses' measurer from the flags: Prometheus at
+// --prometheus-url with the token of --prometheus-token-file, and client
+// for Jobs and the Secrets of web checks.
+func (o *sourceOptions) measurer(client kubernetes.Interface) (*analysis.Measurer, error) {
+	cfg := analysis.Config{PrometheusURL: o.prometheusURL, Client: client}
+	if o.prometheusURL != "" {
+		if u, err := url.Parse(o.prometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--prometheus-url %q: want an http or https URL", o.prometheusURL)
+		}
+	}
+	if o.prometheusTokenFile != "" {
+		token, err := os.ReadFile(o.prometheusTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --prometheus-token-file: %w", err)
+		}
+		cfg.PrometheusBearerToken = strings.TrimSpace(string(token))
+	}
+	return analysis.NewMeasurer(cfg), nil
 }
 
 // newLogger builds the structured logger the flags ask for.

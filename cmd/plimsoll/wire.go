@@ -90,8 +90,12 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if reg != nil {
 		metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)
 	}
+	measurer, err := o.measurer(client)
+	if err != nil {
+		return nil, err
+	}
 	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces,
-		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable})
+		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable, Measurer: measurer})
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,

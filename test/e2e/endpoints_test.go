@@ -153,6 +153,34 @@ func (w *endpointWatch) minReadySince(mark int) (int, []string) {
 	return len(fewest), slices.Clone(fewest)
 }
 
+// fewestSince returns the fewest pods that count picks out of the ready
+// pod names of any state since mark, the one in effect at mark included.
+func (w *endpointWatch) fewestSince(mark int, count func(pods []string) int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fewest := -1
+	for _, s := range w.since(mark) {
+		if n := count(s.pods); fewest < 0 || n < fewest {
+			fewest = n
+		}
+	}
+	return fewest
+}
+
+// firstSince returns when the first state since mark (the one in effect
+// at mark excluded) whose ready pod names satisfy cond took effect; ok is
+// false when none did.
+func (w *endpointWatch) firstSince(mark int, cond func(pods []string) bool) (at time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.states[min(mark, len(w.states)):] {
+		if cond(s.pods) {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // waitReady waits until cond holds for the Service's ready pod names,
 // failing the test after the suite's timeout. describe says what was awaited.
 func (w *endpointWatch) waitReady(t *testing.T, describe string, cond func(pods []string) bool) {
