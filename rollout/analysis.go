@@ -29,19 +29,19 @@ type judgement struct {
 	taken []strategies.Measurement
 }
 
-// judge finds the analyses primary's annotations name in the cache,
+// judge finds the analyses annotations (primary's, or Git's) name in the cache,
 // binds them to the revision (builtins) and, when the recorded run judges
 // that revision and runs, takes the measurements that are due. A
 // workload without analyses gets an empty judgement. An analysis that is
 // named and not found, or does not bind, is an input error: the sync
 // refuses such a commit, so it is one deleted or changed by hand since.
-func (c *Controller) judge(ctx context.Context, primary *appsv1.Deployment, run *strategies.AnalysisRun, b analysis.Builtins) (judgement, error) {
+func (c *Controller) judge(ctx context.Context, primary *appsv1.Deployment, annotations map[string]string, run *strategies.AnalysisRun, b analysis.Builtins) (judgement, error) {
 	j := judgement{run: run}
-	names, err := analysis.Names(primary.Annotations)
+	names, err := analysis.Names(annotations)
 	if err != nil || len(names) == 0 {
 		return j, asInput(err)
 	}
-	args, err := analysis.Args(primary.Annotations)
+	args, err := analysis.Args(annotations)
 	if err != nil {
 		return j, asInput(err)
 	}
@@ -137,4 +137,29 @@ type noMeasurer struct{}
 // Measure says that nothing can measure.
 func (noMeasurer) Measure(_ context.Context, _ analysis.Bound, run analysis.Run) strategies.Measurement {
 	return strategies.Measurement{Outcome: strategies.OutcomeError, Message: "no analysis providers are configured", At: run.Now}
+}
+
+// judgeRolling prepares the verification of a rolling workload's revision
+// of hash (see judge) while it is not Healthy or its run runs; annotations
+// name the analyses. A workload with no live Deployment has nothing to
+// verify.
+func (c *Controller) judgeRolling(ctx context.Context, live *appsv1.Deployment, annotations map[string]string, recorded strategies.Status, hash string) (judgement, error) {
+	if live == nil {
+		return judgement{}, nil
+	}
+	run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
+	if recorded.Phase == strategies.PhaseHealthy && recorded.Hash == hash && !run.Running() {
+		return judgement{run: run}, nil
+	}
+	return c.judge(ctx, live, annotations, run, analysis.Builtins{Workload: live.Name, Namespace: live.Namespace,
+		Service: annotations[contract.AnnotationService], Revision: recorded.Revision, Hash: hash})
+}
+
+// setRun records run on d, or removes the record for none.
+func setRun(d *appsv1.Deployment, run *strategies.AnalysisRun) {
+	if v := strategies.EncodeRun(run); v != "" {
+		setAnnotation(&d.ObjectMeta, contract.AnnotationAnalysisRun, v)
+		return
+	}
+	delete(d.Annotations, contract.AnnotationAnalysisRun)
 }

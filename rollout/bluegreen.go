@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"plimsoll.dev/plimsoll/analysis"
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -50,6 +51,17 @@ func (bg *blueGreen) primary() *appsv1.Deployment {
 		return bg.green
 	}
 	return bg.legacy
+}
+
+// color is the Deployment of color c, nil for no color or none.
+func (bg *blueGreen) color(c strategies.Color) *appsv1.Deployment {
+	switch c {
+	case strategies.ColorBlue:
+		return bg.blue
+	case strategies.ColorGreen:
+		return bg.green
+	}
+	return nil
 }
 
 // readBlueGreen takes the Deployments and Services of a blue-green
@@ -198,13 +210,29 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		legacy = nil // not a rolling workload's Deployment
 	}
 	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
+	j := judgement{run: state.Run}
+	if recorded.Phase != strategies.PhaseHealthy || state.Run.Running() {
+		// A revision in flight, or its post-promotion run: its analyses
+		// judge it.
+		stable := ""
+		if d := bg.color(active); d != nil {
+			stable = strategies.LiveHash(d.Spec.Template)
+		}
+		j, err = c.judge(ctx, primary, primary.Annotations, state.Run, analysis.Builtins{Workload: name, Namespace: ns, Service: bg.active.Name,
+			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: stable})
+		if err != nil {
+			return c.markInvalid(ctx, bg.w, err, nil, bg.blue, bg.green)
+		}
+	}
+	before := state.Run
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
 		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
+		Analysis: j.specs, Run: j.run,
 	})
-	state.ScaleDownAt = plan.ScaleDownAt
+	state.ScaleDownAt, state.Run = plan.ScaleDownAt, plan.Run
 	out := outcome{cmd: cmd, acted: plan.Acted,
 		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort}
 	if plan.Pending {
@@ -212,7 +240,10 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	}
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.name,
 		services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
-		written:  func() { c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out) }}
+		written: func() {
+			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
+			c.reportAnalysis(primary, before, plan.Run, j.taken, j.specs)
+		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}

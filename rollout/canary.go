@@ -158,7 +158,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	observed.Run = state.Run
 	if strategies.LiveHash(cy.stable.Spec.Template) != recorded.Hash {
 		// A revision in flight: its analyses judge it.
-		j, err = c.judge(ctx, cy.stable, state.Run, analysis.Builtins{Workload: cy.name, Namespace: cy.ns, Service: cy.service.Name,
+		j, err = c.judge(ctx, cy.stable, cy.stable.Annotations, state.Run, analysis.Builtins{Workload: cy.name, Namespace: cy.ns, Service: cy.service.Name,
 			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: strategies.LiveHash(cy.stable.Spec.Template)})
 		if err != nil {
 			return c.markInvalid(ctx, cy.w, err, nil, cy.stable, cy.canary)

@@ -71,7 +71,13 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		AutoRollback: autoRollback(git.Annotations),
 	}
 	want.Commit = strategies.RevisionCommit(recorded, want.Hash, in.commit)
-	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets})
+	j, err := c.judgeRolling(ctx, live, git.Annotations, recorded, want.Hash)
+	if err != nil {
+		return c.markInvalid(ctx, w, err, git.Annotations, live)
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
+		Analysis: j.specs, Run: j.run, Now: c.clock.Now()})
+	c.requeueRolling(w, plan)
 	if plan.Template == strategies.TemplateLive && live == nil {
 		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
 		return nil
@@ -97,6 +103,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		setAnnotation(&obj.ObjectMeta, k, v)
 	}
 	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, contract.RolePrimary)
+	setRun(obj, plan.Run)
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
@@ -135,6 +142,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {
 			c.report(out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+			c.reportAnalysis(out, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 		}
 		return nil
 	}
@@ -143,7 +151,8 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 
 // statusKeys are the annotations a write of the status sets or removes.
 var statusKeys = []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
-	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage, contract.AnnotationRole}
+	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage, contract.AnnotationRole,
+	contract.AnnotationAnalysisRun}
 
 // applied reports whether live holds everything an apply of obj would
 // write: every field of obj (see fields.Hold), and exactly obj's status
@@ -195,12 +204,19 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		AutoRollback: autoRollback(live.Annotations),
 		Commit:       recorded.Commit,
 	}
-	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets})
+	j, err := c.judgeRolling(ctx, live, live.Annotations, recorded, recorded.Hash)
+	if err != nil {
+		return c.markInvalid(ctx, w, err, nil, live)
+	}
+	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
+		Analysis: j.specs, Run: j.run, Now: c.clock.Now()})
+	c.requeueRolling(w, plan)
 	if err := c.retireWhenHealthy(ctx, w, live, plan.Status); err != nil {
 		return err
 	}
 	updated := live.DeepCopy()
 	writeStatus(updated, plan.Status)
+	setRun(updated, plan.Run)
 	if plan.Template == strategies.TemplateRollback {
 		updated.Spec.Template = workloadTemplate(plan.Rollback.Template, w.name)
 	}
@@ -213,7 +229,16 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	}
 	c.written.wrote(out)
 	c.report(updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+	c.reportAnalysis(updated, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 	return nil
+}
+
+// requeueRolling plans workload w again when plan asks to (its
+// verification's next measurement).
+func (c *Controller) requeueRolling(w *workload, plan strategies.RollingPlan) {
+	if plan.RequeueAfter > 0 {
+		c.queue.AddAfter(w.ns+"/"+w.name, plan.RequeueAfter)
+	}
 }
 
 // retireWhenHealthy retires what a previous strategy left once the rolling
@@ -240,9 +265,23 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 		updated.Spec.Paused, did = false, "resumed"
 	case contract.CommandRetry:
 		writeStatus(updated, strategies.Retry(recorded))
+		setRun(updated, nil) // the failed verification goes with the failed hash
 		did = "cleared the failed template; the next sync rolls out the Git template again"
+	case contract.CommandPromote, contract.CommandAbort:
+		promote := strings.TrimSpace(cmd) == contract.CommandPromote
+		run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
+		decided := run.Decide(recorded.Hash, promote)
+		setRun(updated, decided)
+		switch {
+		case decided == run:
+			did = "nothing to " + strings.TrimSpace(cmd) + ": no verification is running or inconclusive"
+		case promote:
+			did = fmt.Sprintf("accepted the verification of revision %d", recorded.Revision)
+		default:
+			did = fmt.Sprintf("failed the verification of revision %d", recorded.Revision)
+		}
 	default:
-		did = fmt.Sprintf("ignored unknown command %q (want pause, resume or retry)", cmd)
+		did = fmt.Sprintf("ignored unknown command %q (want pause, resume, retry, promote or abort)", cmd)
 	}
 	out, err := c.client.AppsV1().Deployments(live.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {

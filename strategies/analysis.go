@@ -122,6 +122,31 @@ func StartRun(stage, hash string, specs []MetricSpec, now time.Time) AnalysisRun
 	return r
 }
 
+// Running reports whether r is a run without a verdict yet; a nil r is
+// not.
+func (r *AnalysisRun) Running() bool { return r != nil && r.Verdict == VerdictRunning }
+
+// Decide is r decided by a person: accepted (Successful) on a promote,
+// failed on an abort, when r is the run of the revision of hash and has
+// no verdict or an inconclusive one; else r itself. An abort's failure
+// names itself in the run's last metric.
+func (r *AnalysisRun) Decide(hash string, promote bool) *AnalysisRun {
+	if r == nil || r.Hash != hash || (r.Verdict != VerdictRunning && r.Verdict != VerdictInconclusive) {
+		return r
+	}
+	out := *r
+	out.Metrics = append([]MetricRun(nil), r.Metrics...)
+	if promote {
+		out.Verdict = VerdictSuccessful
+		return &out
+	}
+	out.Verdict = VerdictFailed
+	if m := out.Deciding(); m != nil {
+		m.Verdict, m.Message = VerdictFailed, "aborted by a command"
+	}
+	return &out
+}
+
 // Of reports whether r is the run of stage for the revision of hash.
 func (r *AnalysisRun) Of(stage, hash string) bool {
 	return r != nil && r.Stage == stage && r.Hash == hash

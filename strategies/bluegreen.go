@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,6 +44,12 @@ type BlueGreenObserved struct {
 	Paused bool
 	// Promote and Abort are pending commands.
 	Promote, Abort bool
+	// Analysis are the metrics of the workload's analyses; none when it
+	// has no analysis.
+	Analysis []MetricSpec
+	// Run is the recorded analysis run, with this reconcile's measurements
+	// folded in; nil when none was recorded.
+	Run *AnalysisRun
 	// Now is the time of planning.
 	Now time.Time
 }
@@ -85,6 +92,8 @@ type BlueGreenPlan struct {
 	// ready: the caller leaves the command in place, and the swap happens
 	// once the color is ready.
 	Pending bool
+	// Run is the analysis run to record.
+	Run *AnalysisRun
 }
 
 // PlanBlueGreen plans one step of a blue-green workload from what Git wants
@@ -114,6 +123,15 @@ type BlueGreenPlan struct {
 // back; the failed color scales to zero. With auto-rollback off, a color
 // that failed its progress deadline before taking traffic is held at N
 // (Degraded) until an abort, a retry or a Git change.
+//
+// A workload with analyses, once something serves, has each revision
+// judged twice: before the swap (pre-promotion, started once the target
+// is fully available; the swap waits for it to pass) and after it
+// (post-promotion, started with the swap; the old color stays at N until
+// it passes, whatever its scale-down time). A failed run fails the
+// revision: before the swap the target scales to zero and traffic stays;
+// after it, traffic swaps back to the old color at once. An inconclusive
+// one pauses until a promote (which accepts it) or an abort.
 func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
 	plan := planBlueGreen(desired, recorded, o)
 	// A promote that comes before the new color is ready waits for it.
@@ -140,6 +158,7 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		Replicas:    map[Color]int32{},
 		Roles:       map[Color]Role{},
 		ScaleDownAt: o.ScaleDownAt,
+		Run:         o.Run,
 	}
 	target, active := TargetColor(desired.Hash, o), o.Active
 	inFlight := target != active || (!o.ScaleDownAt.IsZero() && !scaledDown(o.Deployment(active.Other())))
@@ -147,6 +166,13 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		plan.Status.FailedHash = desired.Hash
 		plan.Acted = fmt.Sprintf("aborted revision %d", decision.Revision)
 		decision.Action = RevisionRefused
+	}
+	if reason := analysisFailure(o.Analysis, o.Run, desired.Hash); reason != "" && decision.Action != RevisionRefused && inFlight {
+		plan.Status.FailedHash = desired.Hash
+		plan = planBlueGreenRefused(plan, desired, recorded, o, n)
+		then := strings.TrimPrefix(plan.Status.Message, fmt.Sprintf("revision %d failed; ", decision.Revision))
+		plan.Status.Message = fmt.Sprintf("revision %d failed %s: %s; %s", decision.Revision, o.Run.Stage, reason, then)
+		return plan
 	}
 	if decision.Action == RevisionRefused {
 		return planBlueGreenRefused(plan, desired, recorded, o, n)
@@ -156,8 +182,10 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	if active != "" {
 		plan.Active = active
 	}
+	// Analyses judge a revision once something serves to compare it with.
+	analysed := len(o.Analysis) > 0 && (active != "" || o.Legacy != nil)
 	if target == active {
-		return planBlueGreenSettle(plan, desired, o, n, revision)
+		return planBlueGreenSettle(plan, desired, o, n, revision, analysed)
 	}
 
 	// A revision is going out on the target color.
@@ -170,6 +198,15 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	plan.Roles[target] = RolePreview
 	plan.ScaleDownAt = time.Time{} // a pending scale-down of the target color is moot now
 	status := &plan.Status
+	pre := judgement{judged: true}
+	if analysed && hashOf(dt) == desired.Hash {
+		ready := fullyAvailable(dt, n) && !o.Paused && !failedNow(dt, o.Pods[target], desired.Hash, recorded, o.Now)
+		pre = judge(&plan.Run, o.Analysis, StagePrePromotion, desired.Hash, o.Now, ready)
+		plan.RequeueAfter = sooner(plan.RequeueAfter, pre.requeue)
+		if o.Promote && pre.inconclusive {
+			pre.judged = true // a promote decides an inconclusive run
+		}
+	}
 	switch {
 	case hashOf(dt) != desired.Hash:
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: writing the template to %s", revision, target)
@@ -192,6 +229,10 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		}
 	case o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; paused", revision, target)
+	case !pre.judged && pre.inconclusive:
+		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; %s; promote or abort", revision, target, pre.summary)
+	case !pre.judged:
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s ready on %s; %s", revision, target, pre.summary)
 	case !desired.AutoPromote && !o.Promote && (active != "" || o.Legacy != nil):
 		// Held for promote; a first revision, with nothing serving yet, is not.
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s ready on %s; waiting for promote", revision, target)
@@ -209,6 +250,11 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 			plan.ScaleDownAt = o.Now.Add(desired.ScaleDownDelay)
 			plan.RequeueAfter = desired.ScaleDownDelay
 			status.Message += "; " + scaleDownNote(old, o, plan.ScaleDownAt)
+		}
+		if analysed {
+			// The swap starts the post-promotion run, recorded with it.
+			post := judge(&plan.Run, o.Analysis, StagePostPromotion, desired.Hash, o.Now, true)
+			plan.RequeueAfter = sooner(plan.RequeueAfter, post.requeue)
 		}
 	}
 	return plan
@@ -234,7 +280,10 @@ func TargetColor(hash string, o BlueGreenObserved) Color {
 // planBlueGreenSettle plans the step when the active color runs the Git
 // template: it stays at N, and the other color scales to zero once its
 // scale-down time has come.
-func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGreenObserved, n int32, revision string) BlueGreenPlan {
+//
+// While the old color is up, the revision's post-promotion run (when the
+// swap started one) holds it up until the run passes.
+func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGreenObserved, n int32, revision string, analysed bool) BlueGreenPlan {
 	active, old := o.Active, o.Active.Other()
 	plan.Replicas[active], plan.Roles[active] = n, RoleActive
 	if o.Deployment(old) != nil {
@@ -242,9 +291,23 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 	}
 	status := &plan.Status
 	oldUp := !scaledDown(o.Deployment(old)) || !scaledDown(o.Legacy)
+	post := judgement{judged: true}
+	if oldUp && analysed && plan.Run.Of(StagePostPromotion, desired.Hash) {
+		post = judge(&plan.Run, o.Analysis, StagePostPromotion, desired.Hash, o.Now, false)
+		plan.RequeueAfter = sooner(plan.RequeueAfter, post.requeue)
+		if o.Promote && post.inconclusive {
+			post.judged, plan.Acted = true, "accepted the inconclusive analysis"
+		}
+	}
 	switch {
 	case oldUp && o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s serves from %s; paused before scaling %s down", revision, active, oldName(old, o))
+	case oldUp && !post.judged && post.inconclusive:
+		status.Phase = PhasePaused
+		status.Message = fmt.Sprintf("%s serves from %s; %s; promote or abort (%s kept)", revision, active, post.summary, oldName(old, o))
+	case oldUp && !post.judged:
+		status.Phase = PhaseProgressing
+		status.Message = fmt.Sprintf("%s serves from %s; %s; %s kept until it passes", revision, active, post.summary, oldName(old, o))
 	case oldUp && plan.ScaleDownAt.IsZero():
 		// The old color is up with no scale-down recorded (a restart
 		// between the swap and its record, or a switch from rolling).

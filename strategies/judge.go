@@ -5,6 +5,18 @@ import (
 	"time"
 )
 
+// The analysis stages of blue-green and rolling revisions; a canary step's
+// is stageOf(k).
+const (
+	// StagePrePromotion judges the new color before the swap.
+	StagePrePromotion = "pre-promotion"
+	// StagePostPromotion judges it after the swap, while the old color is
+	// kept.
+	StagePostPromotion = "post-promotion"
+	// StageVerification judges a rolling revision once it is available.
+	StageVerification = "verification"
+)
+
 // analysisRetry is how soon a run whose metric is due is planned again
 // when the reconcile did not measure it (a measurement is taken before
 // each plan, so this is rare: an analysis changed under a running run).
@@ -13,6 +25,16 @@ const analysisRetry = time.Second
 // stageOf names the analysis stage of canary step k (from 0): "step 1".
 func stageOf(k int) string { return fmt.Sprintf("step %d", k+1) }
 
+// analysisFailure says why run fails the revision of hash, "" when it
+// does not: the workload has analyses, and run is theirs for that
+// revision and failed.
+func analysisFailure(specs []MetricSpec, run *AnalysisRun, hash string) string {
+	if len(specs) > 0 && run != nil && run.Hash == hash && run.Verdict == VerdictFailed {
+		return run.Summary(specs)
+	}
+	return ""
+}
+
 // canaryFailure says why the in-flight canary revision fails at this
 // plan, "" when it does not: its progress deadline (see failedNow), or a
 // failed analysis run of its template hash.
@@ -20,38 +42,54 @@ func canaryFailure(desired CanaryDesired, recorded Status, o CanaryObserved) str
 	if failedNow(o.Canary, o.Pods, desired.Hash, recorded, o.Now) {
 		return deadlineReason(o.Canary)
 	}
-	if r := o.Run; r != nil && r.Hash == desired.Hash && r.Verdict == VerdictFailed && len(o.Analysis) > 0 {
-		return r.Summary(o.Analysis)
-	}
-	return ""
+	return analysisFailure(o.Analysis, o.Run, desired.Hash)
 }
 
-// judgeStep runs canary step k's analysis: it starts the step's run once
-// the step's traffic is in place (ready), and asks to plan again when its
-// next measurement is due. judged is true when the step may end: the
-// workload has no analysis, or the step's run succeeded. analysis is the
-// run in a few words for the message ("" without analysis).
-func judgeStep(plan *CanaryPlan, desired CanaryDesired, o CanaryObserved, k int, ready bool) (judged bool, analysis string) {
-	if len(o.Analysis) == 0 {
-		return true, ""
+// judgement is where one stage's analysis stands for a plan.
+type judgement struct {
+	// judged is true when the stage may end: no analysis, or its run
+	// succeeded.
+	judged bool
+	// inconclusive is true when the stage's run is inconclusive.
+	inconclusive bool
+	// summary is the run in a few words, "" without analysis.
+	summary string
+	// requeue is when the run's next measurement is due, zero for none.
+	requeue time.Duration
+}
+
+// judge runs the analysis of stage for the revision of hash: it starts
+// the stage's run (into *run) once ready, and says when its next
+// measurement is due.
+func judge(run **AnalysisRun, specs []MetricSpec, stage, hash string, now time.Time, ready bool) judgement {
+	if len(specs) == 0 {
+		return judgement{judged: true}
 	}
-	stage := stageOf(k)
-	if !plan.Run.Of(stage, desired.Hash) {
+	if !(*run).Of(stage, hash) {
 		if !ready {
-			return false, ""
+			return judgement{}
 		}
-		run := StartRun(stage, desired.Hash, o.Analysis, o.Now)
-		plan.Run = &run
+		started := StartRun(stage, hash, specs, now)
+		*run = &started
 	}
-	run := *plan.Run
-	if run.Verdict == VerdictRunning {
-		due, wait := run.Due(o.Analysis, o.Now)
+	r := **run
+	j := judgement{judged: r.Verdict == VerdictSuccessful, inconclusive: r.Verdict == VerdictInconclusive, summary: r.Summary(specs)}
+	if r.Verdict == VerdictRunning {
+		due, wait := r.Due(specs, now)
 		if len(due) > 0 {
 			wait = analysisRetry
 		}
-		plan.RequeueAfter = sooner(plan.RequeueAfter, wait)
+		j.requeue = wait
 	}
-	return run.Verdict == VerdictSuccessful, run.Summary(o.Analysis)
+	return j
+}
+
+// judgeStep runs canary step k's analysis (see judge): its run starts
+// once the step's traffic is in place (ready).
+func judgeStep(plan *CanaryPlan, desired CanaryDesired, o CanaryObserved, k int, ready bool) (judged bool, analysis string) {
+	j := judge(&plan.Run, o.Analysis, stageOf(k), desired.Hash, o.Now, ready)
+	plan.RequeueAfter = sooner(plan.RequeueAfter, j.requeue)
+	return j.judged, j.summary
 }
 
 // also is "; "+s for a message part that may be empty.

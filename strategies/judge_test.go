@@ -143,12 +143,7 @@ func TestPlanCanaryAnalysis(t *testing.T) {
 			if plan.Step != tt.step2 {
 				t.Errorf("step %d, want %d", plan.Step, tt.step2)
 			}
-			switch {
-			case tt.stage == "" && plan.Run != nil:
-				t.Errorf("run %+v, want none", plan.Run)
-			case tt.stage != "" && (plan.Run == nil || plan.Run.Stage != tt.stage || plan.Run.Verdict != tt.verdict):
-				t.Errorf("run %+v, want stage %q verdict %s", plan.Run, tt.stage, tt.verdict)
-			}
+			checkRun(t, plan.Run, tt.stage, tt.verdict)
 			if plan.RequeueAfter != tt.requeue {
 				t.Errorf("requeue %s, want %s", plan.RequeueAfter, tt.requeue)
 			}
@@ -175,5 +170,17 @@ func TestPlanCanaryWithoutAnalysis(t *testing.T) {
 	plan := PlanCanary(canaryDesired(4, "25%, 100%"), progressing4, o)
 	if plan.Run != &old || plan.Step != 1 || plan.Status.FailedHash != "" {
 		t.Errorf("run %p (want %p), step %d (want 1), failed %q", plan.Run, &old, plan.Step, plan.Status.FailedHash)
+	}
+}
+
+// checkRun checks the run a plan records: none for stage "", else the run
+// of stage with verdict.
+func checkRun(t *testing.T, run *AnalysisRun, stage string, verdict Verdict) {
+	t.Helper()
+	switch {
+	case stage == "" && run != nil:
+		t.Errorf("run %+v, want none", run)
+	case stage != "" && (run == nil || run.Stage != stage || run.Verdict != verdict):
+		t.Errorf("run %+v, want stage %q verdict %s", run, stage, verdict)
 	}
 }

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 )
@@ -29,6 +30,14 @@ type RollingObserved struct {
 	// ReplicaSets are the ReplicaSets of the Deployment; those it does not
 	// control are ignored.
 	ReplicaSets []*appsv1.ReplicaSet
+	// Analysis are the metrics of the workload's analyses; none when it
+	// has no analysis.
+	Analysis []MetricSpec
+	// Run is the recorded analysis run, with this reconcile's measurements
+	// folded in; nil when none was recorded.
+	Run *AnalysisRun
+	// Now is the time of planning; only analyses read it.
+	Now time.Time
 }
 
 // TemplateSource says which pod template the live Deployment carries once
@@ -75,6 +84,11 @@ type RollingPlan struct {
 	// Progress is where the live rollout stands; zero without a live
 	// Deployment.
 	Progress Progress
+	// Run is the analysis run to record.
+	Run *AnalysisRun
+	// RequeueAfter, when positive, is when to plan again although nothing
+	// changes meanwhile (the verification's next measurement).
+	RequeueAfter time.Duration
 }
 
 // PlanRolling plans one step of a rolling workload from what Git wants
@@ -119,10 +133,19 @@ type RollingPlan struct {
 //  9. Every pod updated, ready and available, none old, and the Deployment
 //     controller reports the rollout complete: Healthy.
 //  10. Otherwise: Progressing, "3/4 updated, 3 available".
+//
+// A workload with analyses has each revision that has a previous template
+// to roll back to verified once it is complete (step 9): the verification
+// run starts then, and the workload is Healthy only once it passed. A
+// failed run fails the revision as step 7 does (rolled back with
+// auto-rollback); an inconclusive one pauses it until a promote accepts
+// it or an abort fails it.
 func PlanRolling(desired Desired, recorded Status, observed RollingObserved) RollingPlan {
 	decision := DecideRevision(recorded, desired.Hash)
 	if decision.Action == RevisionRefused {
-		return planRefused(desired, recorded, observed)
+		plan := planRefused(desired, recorded, observed)
+		plan.Run = observed.Run
+		return plan
 	}
 	plan := RollingPlan{
 		Status: Status{
@@ -132,6 +155,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 			Commit:     desired.Commit,
 		},
 		Template: TemplateGit,
+		Run:      observed.Run,
 	}
 	revision := describeRevision(decision.Revision, desired.Commit)
 	live := observed.Deployment
@@ -171,25 +195,37 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 			plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
 		}
 	case timedOut:
-		return planFailure(plan, desired, recorded, observed)
+		return planFailure(plan, desired, recorded, observed, deadlineReason(live))
+	case analysisFailure(observed.Analysis, observed.Run, desired.Hash) != "":
+		return planFailure(plan, desired, recorded, observed, observed.Run.Stage+": "+analysisFailure(observed.Analysis, observed.Run, desired.Hash))
 	case liveReplicas(live) != p.Replicas:
 		plan.Status.Phase = PhaseProgressing
 		plan.Status.Message = fmt.Sprintf("scaling from %d to %d replicas", liveReplicas(live), p.Replicas)
 	case p.complete() && rolloutComplete(live):
-		plan.Status.Phase = PhaseHealthy
-		plan.Status.Message = fmt.Sprintf("%d/%d available", p.Available, p.Replicas)
+		available := fmt.Sprintf("%d/%d available", p.Available, p.Replicas)
+		plan.Status.Phase, plan.Status.Message = PhaseHealthy, available
+		if len(observed.Analysis) == 0 || rollbackTarget(live, observed.ReplicaSets, desired.Hash, recorded.FailedHash) == nil {
+			break // nothing to verify against, or nothing to roll back to
+		}
+		j := judge(&plan.Run, observed.Analysis, StageVerification, desired.Hash, observed.Now, true)
+		plan.RequeueAfter = j.requeue
+		switch {
+		case j.inconclusive:
+			plan.Status.Phase, plan.Status.Message = PhasePaused, fmt.Sprintf("%s; %s; promote or abort", available, j.summary)
+		case !j.judged:
+			plan.Status.Phase, plan.Status.Message = PhaseProgressing, fmt.Sprintf("%s; verifying: %s", available, j.summary)
+		}
 	default:
 		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message()
 	}
 	return plan
 }
 
-// planFailure plans the step after the live revision, the Git one, ran out
-// of its progress deadline: record its hash as failed, and restore the
+// planFailure plans the step after the live revision, the Git one, failed
+// (ran out of its progress deadline, or failed its verification): record its hash as failed, and restore the
 // previous template when auto-rollback is on and there is one.
-func planFailure(plan RollingPlan, desired Desired, recorded Status, observed RollingObserved) RollingPlan {
+func planFailure(plan RollingPlan, desired Desired, recorded Status, observed RollingObserved, reason string) RollingPlan {
 	live := observed.Deployment
-	reason := deadlineReason(live)
 	plan.Status.Phase = PhaseDegraded
 	plan.Status.FailedHash = desired.Hash
 	plan.Template = TemplateLive

@@ -43,6 +43,9 @@ type Workload struct {
 	FailedHash string `json:"failedHash,omitempty"`
 	// Deployments are the names of the workload's Deployments, sorted.
 	Deployments []string `json:"deployments"`
+	// Analysis is the workload's last analysis run
+	// (plimsoll.dev/analysis-run), nil when none was recorded.
+	Analysis *strategies.AnalysisRun `json:"analysis,omitempty"`
 }
 
 // ErrNotFound is returned for a workload no Deployment belongs to.
@@ -133,5 +136,6 @@ func describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 	st, _ := strategies.ReadStatus(primary.Annotations)
 	w.Primary, w.Phase, w.Revision, w.Commit, w.Message, w.FailedHash =
 		primary.Name, string(st.Phase), st.Revision, st.Commit, st.Message, st.FailedHash
+	w.Analysis = strategies.DecodeRun(primary.Annotations[contract.AnnotationAnalysisRun])
 	return w, true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/workload"
 )
@@ -149,6 +150,11 @@ func printStatus(out io.Writer, r statusReport, syncName, statusNamespace string
 	fmt.Fprintln(tw, "WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
 	for _, w := range r.Workloads {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
+		if r := w.Analysis; r != nil && r.Hash != "" {
+			for _, m := range r.Metrics {
+				fmt.Fprintf(tw, "\t\t\t\t\tanalysis %s %s: %s\n", r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
+			}
+		}
 	}
 	if len(r.Workloads) == 0 {
 		fmt.Fprintln(tw, "(no workloads)")
@@ -184,4 +190,29 @@ func short(commit string) string {
 // oneLine folds an error's text onto one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// measured is one metric of an analysis run in a few words:
+// "error-rate/ratio running, 2 successful, 1 error, last 0.0012 at 12:00:31".
+func measured(m strategies.MetricRun) string {
+	var counts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{m.Successful, "successful"}, {m.Failed, "failed"}, {m.Inconclusive, "inconclusive"}, {m.Errors, "errors"}} {
+		if c.n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	line := fmt.Sprintf("%s %s", m.Name, strings.ToLower(string(m.Verdict)))
+	if len(counts) > 0 {
+		line += ", " + strings.Join(counts, ", ")
+	}
+	if !m.At.IsZero() {
+		line += fmt.Sprintf(", last %s at %s", orDash(m.Value), m.At.Local().Format(time.TimeOnly))
+		if m.Message != "" {
+			line += " (" + m.Message + ")"
+		}
+	}
+	return line
 }

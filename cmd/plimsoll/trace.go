@@ -138,6 +138,12 @@ func printTrace(out io.Writer, tr workload.Trace) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\n", p.Name, state, yesNo(p.Serving), p.Image)
 	}
 	_ = tw.Flush()
+	if r := w.Analysis; r != nil && r.Hash != "" {
+		fmt.Fprintf(out, "\nAnalysis %s of template %s: %s\n", r.Stage, r.Hash, r.Verdict)
+		for _, m := range r.Metrics {
+			fmt.Fprintf(out, "  %s\n", measured(m))
+		}
+	}
 	for _, s := range tr.Services {
 		fmt.Fprintf(out, "\nService %s  selector %s  %d ready endpoints%s\n", s.Name, s.Selector, len(s.ReadyPods), byDeployment(s.ReadyPods, tr.Deployments))
 		for _, p := range s.ReadyPods {

@@ -114,6 +114,10 @@ func TestAnalysisCanary(t *testing.T) {
 	if !hasEvent(t, s.ns, "api", "Analysis", "step 1: analysis successful") {
 		t.Error("no Analysis Event for step 1's verdict")
 	}
+	if table, code := runPlimsoll(t, append([]string{"status", "--sync-name", s.ns}, s.cliFlags()...)...); code != 0 ||
+		!strings.Contains(table, "analysis step 2 successful: error-rate/ratio successful, 3 successful, last ") {
+		t.Errorf("plimsoll status exited %d without the measurements of the last run:\n%s", code, table)
+	}
 	if n, pods := endpoints.minReadySince(mark); n < 4 {
 		t.Errorf("revision 2: the Service had %d ready endpoints (%v), want never fewer than 4", n, pods)
 	}
