@@ -63,7 +63,14 @@ func TestAPIServerOutage(t *testing.T) {
 			s.repo.commit("v1", tt.files("v1"))
 			d := startDaemon(t, s, "--interval", "1s")
 			endpoints := watchEndpoints(t, s.ns, tt.service)
-			endpoints.waitReady(t, "4 endpoints of revision 1", func(pods []string) bool { return len(pods) == 4 })
+			// After the previous subtest's outage, the controller manager's
+			// EndpointSlice controller can take a minute or two to trust
+			// its re-listed caches again ("EndpointSlice informer cache is
+			// out of date"): no endpoints for a new Service meanwhile, which
+			// is the control plane's recovery, not the daemon's.
+			waitForWithin(t, "4 endpoints of revision 1", afterOutage, func(context.Context) (bool, error) {
+				return len(endpoints.ready()) == 4, nil
+			})
 			mark := endpoints.mark()
 
 			v2 := s.repo.commit("v2", tt.files("v2"))
