@@ -46,15 +46,28 @@ func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	selector := labels.Set{discoveryv1.LabelServiceName: service}.String()
 	informer := discoveryinformers.NewFilteredEndpointSliceInformer(suite.client, ns, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	runInformer(t, informer, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { w.observe(obj, false) },
 		DeleteFunc: func(obj any) { w.observe(obj, true) },
-	})
-	if err != nil {
-		t.Fatalf("watch EndpointSlices of %s: %v", service, err)
-	}
+	}, "EndpointSlices of "+service, nil)
+	// Record the listed state even when the Service has no slice yet, so
+	// that every mark has a state in effect.
+	w.mu.Lock()
+	w.record()
+	w.mu.Unlock()
+	return w
+}
 
+// runInformer runs informer with handler until the test ends and returns
+// once its initial list has been delivered; what names what it watches,
+// for a failure. atEnd, when set, runs once the informer has stopped.
+func runInformer(t *testing.T, informer cache.SharedIndexInformer, handler cache.ResourceEventHandler, what string, atEnd func()) {
+	t.Helper()
+	reg, err := informer.AddEventHandler(handler)
+	if err != nil {
+		t.Fatalf("watch %s: %v", what, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -64,16 +77,13 @@ func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		if atEnd != nil {
+			atEnd()
+		}
 	})
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		t.Fatalf("list EndpointSlices of %s: informer stopped before syncing", service)
+		t.Fatalf("list %s: informer stopped before syncing", what)
 	}
-	// Record the listed state even when the Service has no slice yet, so
-	// that every mark has a state in effect.
-	w.mu.Lock()
-	w.record()
-	w.mu.Unlock()
-	return w
 }
 
 // observe applies an added, updated or deleted slice (or a deletion
