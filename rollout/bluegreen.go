@@ -102,7 +102,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !wrote && c.once {
+		if !wrote && c.once.Load() {
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
 		if wrote {

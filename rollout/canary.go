@@ -54,7 +54,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		if err != nil {
 			return err
 		}
-		if !wrote && c.once {
+		if !wrote && c.once.Load() {
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
 		if wrote {

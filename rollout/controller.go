@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -121,7 +122,8 @@ type Controller struct {
 	log     *slog.Logger
 	workers int
 	clock   clock.Clock
-	once    bool
+	// once is Config.Once, until Follow ends it.
+	once atomic.Bool
 	// writable says whether the controller may write (Config.Writable).
 	writable func() bool
 	// factories are the informer factories: per watched namespace,
@@ -173,7 +175,6 @@ func New(cfg Config) *Controller {
 		log:      cfg.Log,
 		workers:  cfg.Workers,
 		clock:    cfg.Clock,
-		once:     cfg.Once,
 		views:    map[string]view{},
 		started:  make(chan struct{}),
 		queue:    workqueue.NewTypedRateLimitingQueue(retryLimiter()),
@@ -183,6 +184,7 @@ func New(cfg Config) *Controller {
 		intents:  newIntents(),
 		measurer: cfg.Measurer,
 	}
+	c.once.Store(cfg.Once)
 	namespaces := cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -345,7 +347,7 @@ func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
 // plimsoll.dev/workload label: a Deployment changed, a ReplicaSet scaled, a
 // pod that turns ready or goes away moves the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
-	if c.once {
+	if c.once.Load() {
 		return // a one-shot sync reconciles what it hands over, no more
 	}
 	if m, err := meta.Accessor(obj); err == nil {
@@ -378,7 +380,7 @@ func (c *Controller) enqueueSliceUsers(obj any) {
 // enqueueUsersOf queues the workloads of namespace ns that steer Service
 // service.
 func (c *Controller) enqueueUsersOf(ns, service string) {
-	if c.once {
+	if c.once.Load() {
 		return
 	}
 	for _, key := range c.serviceUsers(ns, service) {

@@ -40,7 +40,7 @@ var _ DeploymentSink = (*Controller)(nil)
 // workload has been reconciled and returns the failures, naming each
 // Deployment and the commit.
 func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
-	if c.once && !c.running() {
+	if c.once.Load() && !c.running() {
 		return errors.New("hand Deployments to the rollout controller: it is not running")
 	}
 	keys := make([]string, 0, len(desired))
@@ -52,7 +52,7 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 		if !c.intents.take(key, d.DeepCopy(), commit, subject) {
 			continue
 		}
-		if c.once {
+		if c.once.Load() {
 			waits = append(waits, c.intents.wait(key))
 			queued = append(queued, d)
 		}

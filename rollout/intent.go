@@ -47,6 +47,17 @@ func (i *intents) get(key string) (intent, bool) {
 
 // take records git, of commit, as the intent of key, unless the intent
 // holds the same Git Deployment already; a refusal recorded before is
+// keys returns the keys of the workloads that have an intent.
+func (i *intents) keys() []string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	keys := make([]string, 0, len(i.byKey))
+	for key := range i.byKey {
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // over. It reports whether the intent changed.
 func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) bool {
 	i.mu.Lock()

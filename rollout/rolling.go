@@ -126,7 +126,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	}
 	// A one-shot sync writes only what Git's intent needs: the status of
 	// a revision it did not start is the daemon's to follow.
-	if live == nil || !applied(live, obj, !c.once) {
+	if live == nil || !applied(live, obj, !c.once.Load()) {
 		body, err := json.Marshal(obj)
 		if err != nil {
 			return fmt.Errorf("encode the Deployment: %w", err)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/analysis"
-	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/source"
 	"plimsoll.dev/plimsoll/sync/window"
 )
@@ -69,7 +68,6 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.repo, "repo", "", "Git repository URL (file://, https://, ssh:// or git@host:path); required")
 	fs.StringVar(&o.branch, "branch", defaultBranch, "branch to follow")
 	fs.StringVar(&o.path, "path", ".", "directory of the repository to render")
-	fs.DurationVar(&o.interval, "interval", psync.DefaultInterval, "how often to poll the repository")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&o.kubeContext, "context", "", "kubeconfig context to use")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "namespace for namespaced objects that set none")

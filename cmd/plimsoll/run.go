@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"plimsoll.dev/plimsoll/contract"
+	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/webhook"
 )
 
@@ -51,6 +52,7 @@ func newRunCommand() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&o.interval, "interval", psync.DefaultInterval, "how often to poll the repository")
 	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")
 	cmd.Flags().StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret; /hook is disabled without it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", false, "act only while holding the leader Lease (for more than one replica)")
