@@ -1,18 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/workload"
@@ -73,10 +77,12 @@ func (o *clusterOptions) runE(fn func(cmd *cobra.Command, args []string, client 
 // statusReport is what `plimsoll status -o json` prints.
 type statusReport struct {
 	Workloads []workload.Workload `json:"workloads"`
-	Sync      *syncReport         `json:"sync"`
+	// Syncs are the status records of the syncs found, sorted by
+	// namespace and name.
+	Syncs []syncReport `json:"syncs"`
 }
 
-// syncReport is the sync's status, read from its ConfigMap.
+// syncReport is a sync's status, read from its ConfigMap.
 type syncReport struct {
 	Name          string `json:"name"`
 	Namespace     string `json:"namespace"`
@@ -96,18 +102,29 @@ type syncReport struct {
 func newStatusCommand() *cobra.Command {
 	o := &clusterOptions{}
 	var output, syncName, statusNamespace string
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "List every workload and the sync, from their annotations",
-		Args:  cobra.NoArgs,
+		Short: "List every workload and every sync, from their annotations",
+		Long: `List every workload and every sync of the namespace, from their
+annotations: the syncs are found by their status ConfigMaps
+(plimsoll-sync-<name>, labelled plimsoll.dev/sync), whatever their names.
+-A lists those of every namespace.`,
+		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("unknown output %q (want table or json)", output)
+			}
+			if all && statusNamespace != "" {
+				return fmt.Errorf("--status-namespace names one namespace; -A reads them all")
 			}
 			return nil
 		},
 		RunE: o.runE(func(cmd *cobra.Command, _ []string, client kubernetes.Interface, ns string) error {
 			ctx := cmd.Context()
+			if all {
+				ns = metav1.NamespaceAll
+			}
 			workloads, err := workload.List(ctx, client, ns)
 			if err != nil {
 				return err
@@ -115,44 +132,87 @@ func newStatusCommand() *cobra.Command {
 			if statusNamespace == "" {
 				statusNamespace = ns
 			}
-			rec, err := inventory.NewStore(client, statusNamespace, syncName).Load(ctx)
+			syncs, err := findSyncs(ctx, client, statusNamespace, syncName)
 			if err != nil {
 				return err
 			}
-			report := statusReport{Workloads: workloads}
-			if rec.Status.State != "" {
-				st := rec.Status
-				report.Sync = &syncReport{Name: syncName, Namespace: statusNamespace, Status: st.State, Commit: st.Commit,
-					FetchedCommit: st.FetchedCommit, Message: st.Message, StaleSince: st.StaleSince}
-				if rec.Lost != inventory.Missing {
-					report.Sync.RecordDamage = rec.Lost
-				}
-				report.Sync.BlockedWriter = rec.BlockedWriter
-			}
+			report := statusReport{Workloads: workloads, Syncs: syncs}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(report)
 			}
-			return printStatus(cmd.OutOrStdout(), report, syncName, statusNamespace)
+			return printStatus(cmd.OutOrStdout(), report, all, syncName, statusNamespace)
 		}),
 	}
 	o.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
-	cmd.Flags().StringVar(&syncName, "sync-name", defaultSyncName, "name of the sync whose status to show")
-	cmd.Flags().StringVar(&statusNamespace, "status-namespace", "", "namespace of the sync's status ConfigMap (default: --namespace)")
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the workloads and syncs of every namespace")
+	cmd.Flags().StringVar(&syncName, "sync-name", "", "show only this sync (default: every sync found)")
+	cmd.Flags().StringVar(&statusNamespace, "status-namespace", "", "namespace of the syncs' status ConfigMaps (default: --namespace)")
 	return cmd
 }
 
-// printStatus writes the report as two tables: workloads, then the sync.
-func printStatus(out io.Writer, r statusReport, syncName, statusNamespace string) error {
+// findSyncs reads the status of every sync whose status ConfigMap is in
+// namespace ns (metav1.NamespaceAll: any), or only of sync name when it
+// is set. A sync's ConfigMap is plimsoll-sync-<name>, labelled
+// plimsoll.dev/sync=<name>; the other objects a sync applies carry that
+// label too, and are told apart by the name.
+func findSyncs(ctx context.Context, client kubernetes.Interface, ns, name string) ([]syncReport, error) {
+	selector := contract.LabelSync
+	if name != "" {
+		selector += "=" + name
+	}
+	list, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list the syncs' status ConfigMaps: %w", err)
+	}
+	var out []syncReport
+	for _, cm := range list.Items {
+		sync := cm.Labels[contract.LabelSync]
+		if cm.Name != contract.NamePrefix+sync {
+			continue
+		}
+		rec, err := inventory.NewStore(client, cm.Namespace, sync).Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Status.State == "" {
+			continue
+		}
+		st := rec.Status
+		r := syncReport{Name: sync, Namespace: cm.Namespace, Status: st.State, Commit: st.Commit,
+			FetchedCommit: st.FetchedCommit, Message: st.Message, StaleSince: st.StaleSince, BlockedWriter: rec.BlockedWriter}
+		if rec.Lost != inventory.Missing {
+			r.RecordDamage = rec.Lost
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b syncReport) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// printStatus writes the report as two tables: workloads, then the syncs;
+// with all (-A), each row names its namespace first.
+func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamespace string) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
+	nsColumn := func(header, ns string) string {
+		if !all {
+			return ""
+		}
+		if header != "" {
+			return header + "\t"
+		}
+		return ns + "\t"
+	}
+	fmt.Fprintln(tw, nsColumn("NAMESPACE", "")+"WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
 	for _, w := range r.Workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", nsColumn("", w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
 		if r := w.Analysis; r != nil && r.Hash != "" {
 			for _, m := range r.Metrics {
-				fmt.Fprintf(tw, "\t\t\t\t\tanalysis %s %s: %s\n", r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
+				fmt.Fprintf(tw, "%s\t\t\t\t\tanalysis %s %s: %s\n", nsColumn("", ""), r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
 			}
 		}
 	}
@@ -160,19 +220,33 @@ func printStatus(out io.Writer, r statusReport, syncName, statusNamespace string
 		fmt.Fprintln(tw, "(no workloads)")
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "SYNC\tSTATUS\tCOMMIT\tMESSAGE")
-	if s := r.Sync; s != nil {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Status, orDash(short(s.Commit)), s.Message)
+	fmt.Fprintln(tw, nsColumn("NAMESPACE", "")+"SYNC\tSTATUS\tCOMMIT\tMESSAGE")
+	for _, s := range r.Syncs {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", nsColumn("", s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), s.Message)
 		if s.BlockedWriter != "" {
-			fmt.Fprintf(tw, "\t\t\tanother daemon writes nothing: %s\n", s.BlockedWriter)
+			fmt.Fprintf(tw, "%s\t\t\tanother daemon writes nothing: %s\n", nsColumn("", ""), s.BlockedWriter)
 		}
 		if s.RecordDamage != "" {
-			fmt.Fprintf(tw, "\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", s.RecordDamage)
+			fmt.Fprintf(tw, "%s\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", nsColumn("", ""), s.RecordDamage)
 		}
-	} else {
-		fmt.Fprintf(tw, "%s\t-\t-\tno status in namespace %s\n", syncName, statusNamespace)
+	}
+	if len(r.Syncs) == 0 {
+		switch {
+		case syncName != "":
+			fmt.Fprintf(tw, "%s%s\t-\t-\tno status in %s\n", nsColumn("", ""), syncName, where(statusNamespace))
+		default:
+			fmt.Fprintf(tw, "(no syncs in %s)\n", where(statusNamespace))
+		}
 	}
 	return tw.Flush()
+}
+
+// where is "namespace web", or "any namespace" for metav1.NamespaceAll.
+func where(ns string) string {
+	if ns == metav1.NamespaceAll {
+		return "any namespace"
+	}
+	return "namespace " + ns
 }
 
 func orDash(s string) string {

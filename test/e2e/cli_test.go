@@ -57,7 +57,7 @@ func TestCLI(t *testing.T) {
 			Name, Strategy, Primary, Phase, Commit, Message string
 			Revision                                        int64
 		}
-		Sync struct{ Status, Commit string }
+		Syncs []struct{ Name, Namespace, Status, Commit string }
 	}
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("status -o json is not JSON: %v\n%s", err, out)
@@ -74,14 +74,47 @@ func TestCLI(t *testing.T) {
 			t.Errorf("status of %s: %+v; annotations %v, strategy %s", w.Name, w, a, wantStrategy)
 		}
 	}
-	if report.Sync.Status != "Synced" || report.Sync.Commit != first {
-		t.Errorf("sync in status: %+v, want Synced at %s", report.Sync, first)
+	if len(report.Syncs) != 1 || report.Syncs[0].Name != s.ns || report.Syncs[0].Status != "Synced" || report.Syncs[0].Commit != first {
+		t.Errorf("syncs in status: %+v, want %s Synced at %s", report.Syncs, s.ns, first)
 	}
 	table, code := runPlimsoll(t, append([]string{"status", "--sync-name", s.ns}, s.cliFlags()...)...)
 	t.Logf("plimsoll status:\n%s", table)
 	for _, want := range []string{"WORKLOAD", "api", "canary", "web", "rolling", "Healthy", first[:7], "Synced"} {
 		if code != 0 || !strings.Contains(table, want) {
 			t.Errorf("status table (exit %d) does not show %q", code, want)
+		}
+	}
+
+	t.Log("status finds every sync by its label, whatever its name; -A reads every namespace")
+	other := newSyncTarget(t)
+	other.repo.commit("web", inDir("web", example(t, "rolling")))
+	other.mustSync(t)
+	table, code = runPlimsoll(t, append([]string{"status"}, s.cliFlags()...)...)
+	if code != 0 || !strings.Contains(table, s.ns+"  ") || strings.Contains(table, other.ns) {
+		t.Errorf("status of %s (exit %d) must list its sync %s and nothing of %s:\n%s", s.ns, code, s.ns, other.ns, table)
+	}
+	everywhere, code := runPlimsoll(t, "status", "-A", "--kubeconfig", suite.kubeconfig)
+	t.Logf("plimsoll status -A:\n%s", everywhere)
+	for _, want := range []string{"NAMESPACE", s.ns, other.ns} {
+		if code != 0 || !strings.Contains(everywhere, want) {
+			t.Errorf("status -A (exit %d) does not show %q", code, want)
+		}
+	}
+	out, code = runPlimsoll(t, "status", "-A", "-o", "json", "--kubeconfig", suite.kubeconfig)
+	var all struct {
+		Workloads []struct{ Namespace, Name string }
+		Syncs     []struct{ Namespace, Name, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &all); code != 0 || err != nil {
+		t.Fatalf("status -A -o json exited %d: %v\n%s", code, err, out)
+	}
+	found := map[string]bool{}
+	for _, sy := range all.Syncs {
+		found[sy.Namespace+"/"+sy.Name+" "+sy.Status] = true
+	}
+	for _, ns := range []string{s.ns, other.ns} {
+		if !found[ns+"/"+ns+" Synced"] {
+			t.Errorf("status -A -o json lacks sync %s/%s Synced: %+v", ns, ns, all.Syncs)
 		}
 	}
 

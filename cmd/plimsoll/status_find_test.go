@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// statusConfigMap is a ConfigMap in ns named name, labelled for sync,
+// recording status when it is set.
+func statusConfigMap(ns, name, sync, status string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{contract.LabelSync: sync}, Annotations: map[string]string{}}}
+	if status != "" {
+		cm.Annotations[contract.AnnotationSyncStatus] = status
+	}
+	return cm
+}
+
+// TestFindSyncs checks which ConfigMaps are syncs' records: those named
+// after their plimsoll.dev/sync label, with a status; not the ConfigMaps
+// a sync applied, which carry the label too.
+func TestFindSyncs(t *testing.T) {
+	client := fake.NewClientset(
+		statusConfigMap("web", "plimsoll-sync-platform", "platform", contract.SyncSynced),
+		statusConfigMap("web", "plimsoll-sync-team", "team", contract.SyncFailed),
+		statusConfigMap("web", "settings", "platform", ""),             // applied by sync platform
+		statusConfigMap("web", "plimsoll-sync-other", "platform", "x"), // not named after its label
+		statusConfigMap("api", "plimsoll-sync-platform", "platform", contract.SyncHeld),
+	)
+	tests := []struct {
+		name, ns, sync string
+		want           []string
+	}{
+		{"every sync of a namespace, sorted", "web", "", []string{"web/platform Synced", "web/team Failed"}},
+		{"every namespace", metav1.NamespaceAll, "", []string{"api/platform Held", "web/platform Synced", "web/team Failed"}},
+		{"one sync by name", metav1.NamespaceAll, "team", []string{"web/team Failed"}},
+		{"none", "db", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := findSyncs(context.Background(), client, tt.ns, tt.sync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range got {
+				names = append(names, s.Namespace+"/"+s.Name+" "+s.Status)
+			}
+			if len(names) != len(tt.want) {
+				t.Fatalf("found %v, want %v", names, tt.want)
+			}
+			for i := range names {
+				if names[i] != tt.want[i] {
+					t.Errorf("found %v, want %v", names, tt.want)
+				}
+			}
+		})
+	}
+}
