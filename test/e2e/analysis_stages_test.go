@@ -56,7 +56,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 		t.Errorf("the active Service selects %q, want blue", got)
 	}
 
-	t.Log("2. revision 3 passes before the swap, then answers 10% errors: swapped back")
+	t.Log("2. revision 3 passes before the swap, then answers 50% errors: swapped back")
 	mark = endpoints.mark()
 	s.repo.commit("shop v3", analysedBlueGreen(t, "v3"))
 	h3 := newHash(t, s.ns, "shop-blue", 3)
@@ -67,7 +67,11 @@ func TestAnalysisBlueGreen(t *testing.T) {
 		return strings.Contains(d.Annotations["plimsoll.dev/analysis-run"], `"stage":"post-promotion"`)
 	})
 	t.Logf("after the swap: %s", swapped.Annotations["plimsoll.dev/message"])
-	p.exporter.set(s.ns, "shop", h3, 50, 0.10)
+	// The same series turns bad: its 5s rate window mixes the old 0.1%
+	// with the new ratio for a while. At 50% it is past the 5% failure
+	// line within half a second of new samples; at 10% the first
+	// measurement could read between 1% and 5% (inconclusive).
+	p.exporter.set(s.ns, "shop", h3, 50, 0.5)
 	back := waitForDeployment(t, s.ns, "shop-blue", "revision 3 Degraded", phaseIs(3, "Degraded", "failed post-promotion"))
 	r := runOf(t, back)
 	if r.Stage != "post-promotion" || r.Verdict != "Failed" {
