@@ -3,9 +3,7 @@
 package bench
 
 import (
-	"crypto/rand"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -18,6 +16,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The heavy repositories of the memory benchmark.
@@ -155,17 +154,8 @@ func manyFilesRepo(t *testing.T) string {
 
 // writeRandom writes size random bytes to path, streaming.
 func writeRandom(t *testing.T, path string, size int64) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.CopyN(f, rand.Reader, size); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	t.Helper()
+	if err := proc.WriteRandom(path, size); err != nil {
 		t.Fatal(err)
 	}
 }

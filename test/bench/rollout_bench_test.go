@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The workloads of the rollout benchmark and how they roll. The steps and
@@ -318,7 +319,7 @@ func (m *meter) read(resetPeak bool) reading {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rss, err := procPeakRSS(pid)
+	rss, err := proc.PeakRSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}

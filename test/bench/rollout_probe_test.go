@@ -279,25 +279,6 @@ func procCPU(pid int) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
-// procPeakRSS returns the peak resident set size of process pid in KiB
-// (VmHWM), since it started or since the last resetPeakRSS.
-func procPeakRSS(pid int) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read the peak RSS of process %d: %w", pid, err)
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read the peak RSS of process %d: bad line %q", pid, line)
-			}
-			return kib, nil
-		}
-	}
-	return 0, fmt.Errorf("read the peak RSS of process %d: no VmHWM", pid)
-}
-
 // resetPeakRSS sets the peak RSS of process pid back to its current RSS
 // (proc(5), clear_refs "5"), so that the next reading is the peak of what
 // follows.

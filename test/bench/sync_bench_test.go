@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The workload of the benchmark: 2,000 objects in 20 files.
@@ -179,38 +180,19 @@ func gitRepo(t *testing.T, dir string) string {
 	return bare
 }
 
-// run runs bin to the end and measures its wall time and peak RSS. The
-// peak is VmHWM, read from /proc while the process runs: the rusage of a
-// child counts the peak of the process that started it (Go starts children
-// with vfork, and exec folds the parent's high-water mark into the
-// child's), which a benchmark holding a 200 MB blob would swamp.
+// run runs bin to the end and measures its wall time and peak RSS (see
+// proc.RunPeak).
 func run(t *testing.T, bin string, args ...string) measurement {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", filepath.Base(bin), err)
+	peak, err := proc.RunPeak(cmd, rssPoll)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(out.String()))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var peak int64
-	tick := time.NewTicker(rssPoll)
-	defer tick.Stop()
-	for {
-		if kib, err := procPeakRSS(cmd.Process.Pid); err == nil {
-			peak = max(peak, kib)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(out.String()))
-			}
-			return measurement{wall: time.Since(start), maxRSS: peak}
-		case <-tick.C:
-		}
-	}
+	return measurement{wall: time.Since(start), maxRSS: peak}
 }
 
 func runOutput(t *testing.T, bin string, args ...string) string {

@@ -5,18 +5,14 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The memory promise of the sync, the same as the chart's limit halved:
@@ -78,53 +74,23 @@ func TestHeavyRepositoryStaysSmall(t *testing.T) {
 }
 
 // syncOnceRSS runs `plimsoll sync --once` and returns its output, exit
-// code and peak resident set in MiB: VmHWM, read from /proc while it runs.
-// (Its rusage would not do: Go starts a child with vfork, and exec folds
-// the parent's high-water mark, this test suite's, into the child's.)
+// code and peak resident set in MiB (see proc.RunPeak).
 func syncOnceRSS(t *testing.T, s *syncTarget, extra ...string) (string, int, int64) {
 	t.Helper()
 	cmd := exec.Command(suite.plimsoll, append([]string{"sync", "--once"}, s.flags(extra...)...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	peakKiB, err := proc.RunPeak(cmd, 10*time.Millisecond)
+	if cmd.ProcessState == nil {
 		t.Fatalf("run plimsoll: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	var peakKiB int64
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
-			for line := range strings.SplitSeq(string(status), "\n") {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-					peakKiB = max(peakKiB, kib)
-				}
-			}
-		}
-		select {
-		case <-done:
-			return out.String(), cmd.ProcessState.ExitCode(), peakKiB / 1024
-		case <-tick.C:
-		}
-	}
+	return out.String(), cmd.ProcessState.ExitCode(), peakKiB / 1024
 }
 
 // writeRandom writes heavyBlobBytes incompressible bytes to path.
 func writeRandom(t *testing.T, path string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.CopyN(f, rand.Reader, heavyBlobBytes); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := proc.WriteRandom(path, heavyBlobBytes); err != nil {
 		t.Fatal(err)
 	}
 }
