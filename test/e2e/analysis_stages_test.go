@@ -43,7 +43,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 	p.exporter.set(s.ns, "shop", h2, 50, 0.10)
 	failed := waitForDeployment(t, s.ns, "shop-blue", "revision 2 Degraded", phaseIs(2, "Degraded", "failed pre-promotion", "error-rate/ratio failed"))
 	t.Logf("message: %s", failed.Annotations["plimsoll.dev/message"])
-	if r := runOf(t, failed); r.Stage != "pre-promotion" || r.Verdict != "Failed" || r.Hash != h2 {
+	if r := recordedRun(t, failed); r.Stage != "pre-promotion" || r.Verdict != "Failed" || r.Hash != h2 {
 		t.Errorf("run %+v, want pre-promotion Failed for %s", r, h2)
 	}
 	waitForDeployment(t, s.ns, "shop-green", "scaled to 0", scaledTo(0))
@@ -73,7 +73,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 	// measurement could read between 1% and 5% (inconclusive).
 	p.exporter.set(s.ns, "shop", h3, 50, 0.5)
 	back := waitForDeployment(t, s.ns, "shop-blue", "revision 3 Degraded", phaseIs(3, "Degraded", "failed post-promotion"))
-	r := runOf(t, back)
+	r := recordedRun(t, back)
 	if r.Stage != "post-promotion" || r.Verdict != "Failed" {
 		t.Fatalf("run %+v, want post-promotion Failed", r)
 	}
@@ -122,7 +122,7 @@ func TestAnalysisRolling(t *testing.T) {
 	p.exporter.set(s.ns, "web", h2, 50, 0.001)
 	waitForDeployment(t, s.ns, "web", "verifying", phaseIs(2, "Progressing", "verifying"))
 	healthy := waitForDeployment(t, s.ns, "web", "revision 2 Healthy", phaseIs(2, "Healthy"))
-	if r := runOf(t, healthy); r.Stage != "verification" || r.Verdict != "Successful" || r.Metrics[0].Successful != 3 {
+	if r := recordedRun(t, healthy); r.Stage != "verification" || r.Verdict != "Successful" || r.Metrics[0].Successful != 3 {
 		t.Errorf("run %+v, want the verification Successful after 3 measurements", r)
 	}
 

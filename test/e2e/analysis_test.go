@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,33 +59,6 @@ func newHash(t *testing.T, ns, name string, revision int) string {
 	return d.Annotations["plimsoll.dev/template-hash"]
 }
 
-// analysisRun is the plimsoll.dev/analysis-run of Deployment d, as much of
-// it as the tests read.
-type analysisRun struct {
-	Stage   string `json:"stage"`
-	Hash    string `json:"hash"`
-	Verdict string `json:"verdict"`
-	Metrics []struct {
-		Name       string    `json:"name"`
-		Verdict    string    `json:"verdict"`
-		Successful int       `json:"successful"`
-		Failed     int       `json:"failed"`
-		Errors     int       `json:"errors"`
-		Value      string    `json:"value"`
-		At         time.Time `json:"at"`
-	} `json:"metrics"`
-}
-
-// runOf reads the analysis run recorded on d.
-func runOf(t *testing.T, d *appsv1.Deployment) analysisRun {
-	t.Helper()
-	var r analysisRun
-	if err := json.Unmarshal([]byte(d.Annotations["plimsoll.dev/analysis-run"]), &r); err != nil {
-		t.Fatalf("read plimsoll.dev/analysis-run of %s: %v (%q)", d.Name, err, d.Annotations["plimsoll.dev/analysis-run"])
-	}
-	return r
-}
-
 // TestAnalysisCanary rolls out two revisions of a canary judged by the
 // real Prometheus: one whose canary answers 0.1% errors goes through every
 // step; one with 10% fails its first analysed step, and its canary leaves
@@ -108,7 +80,7 @@ func TestAnalysisCanary(t *testing.T) {
 	p.exporter.set(s.ns, "api", h2, 50, 0.001)
 	waitForDeployment(t, s.ns, "api", "step 1 analysed", phaseIs(2, "Progressing", "canary step 1/3", "analysis running"))
 	passed := waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
-	if r := runOf(t, passed); r.Verdict != "Successful" || r.Hash != h2 || r.Stage != "step 2" || r.Metrics[0].Successful != 3 {
+	if r := recordedRun(t, passed); r.Verdict != "Successful" || r.Hash != h2 || r.Stage != "step 2" || r.Metrics[0].Successful != 3 {
 		t.Errorf("the last run of revision 2: %+v, want step 2 Successful with 3 successful measurements", r)
 	}
 	if !hasEvent(t, s.ns, "api", "Analysis", "step 1: analysis successful") {
@@ -128,7 +100,7 @@ func TestAnalysisCanary(t *testing.T) {
 	h3 := newHash(t, s.ns, "api", 3)
 	p.exporter.set(s.ns, "api", h3, 50, 0.10)
 	failed := waitForDeployment(t, s.ns, "api", "revision 3 Degraded", phaseIs(3, "Degraded", "analysis error-rate/ratio failed"))
-	r := runOf(t, failed)
+	r := recordedRun(t, failed)
 	if r.Verdict != "Failed" || r.Stage != "step 1" || r.Metrics[0].Failed != 1 {
 		t.Fatalf("the run of revision 3: %+v, want step 1 Failed on one failed measurement", r)
 	}
