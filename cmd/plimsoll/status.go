@@ -198,21 +198,19 @@ func findSyncs(ctx context.Context, client kubernetes.Interface, ns, name string
 // with all (-A), each row names its namespace first.
 func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamespace string) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	nsColumn := func(header, ns string) string {
+	// col is a NAMESPACE column's cell, with its tab: only with all.
+	col := func(v string) string {
 		if !all {
 			return ""
 		}
-		if header != "" {
-			return header + "\t"
-		}
-		return ns + "\t"
+		return v + "\t"
 	}
-	fmt.Fprintln(tw, nsColumn("NAMESPACE", "")+"WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
+	fmt.Fprintln(tw, col("NAMESPACE")+"WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
 	for _, w := range r.Workloads {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", nsColumn("", w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", col(w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
 		if r := w.Analysis; r != nil && r.Hash != "" {
 			for _, m := range r.Metrics {
-				fmt.Fprintf(tw, "%s\t\t\t\t\tanalysis %s %s: %s\n", nsColumn("", ""), r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
+				fmt.Fprintf(tw, "%s\t\t\t\t\tanalysis %s %s: %s\n", col(""), r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
 			}
 		}
 	}
@@ -220,20 +218,20 @@ func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamesp
 		fmt.Fprintln(tw, "(no workloads)")
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, nsColumn("NAMESPACE", "")+"SYNC\tSTATUS\tCOMMIT\tMESSAGE")
+	fmt.Fprintln(tw, col("NAMESPACE")+"SYNC\tSTATUS\tCOMMIT\tMESSAGE")
 	for _, s := range r.Syncs {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", nsColumn("", s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), s.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", col(s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), s.Message)
 		if s.BlockedWriter != "" {
-			fmt.Fprintf(tw, "%s\t\t\tanother daemon writes nothing: %s\n", nsColumn("", ""), s.BlockedWriter)
+			fmt.Fprintf(tw, "%s\t\t\tanother daemon writes nothing: %s\n", col(""), s.BlockedWriter)
 		}
 		if s.RecordDamage != "" {
-			fmt.Fprintf(tw, "%s\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", nsColumn("", ""), s.RecordDamage)
+			fmt.Fprintf(tw, "%s\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", col(""), s.RecordDamage)
 		}
 	}
 	if len(r.Syncs) == 0 {
 		switch {
 		case syncName != "":
-			fmt.Fprintf(tw, "%s%s\t-\t-\tno status in %s\n", nsColumn("", ""), syncName, where(statusNamespace))
+			fmt.Fprintf(tw, "%s%s\t-\t-\tno status in %s\n", col(""), syncName, where(statusNamespace))
 		default:
 			fmt.Fprintf(tw, "(no syncs in %s)\n", where(statusNamespace))
 		}
