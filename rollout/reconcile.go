@@ -10,7 +10,8 @@ import (
 
 // reconcile brings one workload a step further. It reads like the
 // checklist it is: what Git asks (the intent the sync handed over, if any),
-// what runs (the caches), refused by its last commit? then the strategy's
+// what runs (the caches), refused by its last commit? a Deployment that
+// runs already but is not plimsoll's yet (adopt)? then the strategy's
 // reconcile: plan with the pure planner, execute the plan, write status
 // once and only when it changed.
 func (c *Controller) reconcile(ctx context.Context, key string) error {
@@ -27,6 +28,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	c.lookUpMissing(ctx, w, gitAnnotations)
 	if in.refused != nil {
 		return c.holdRefused(ctx, w, in)
+	}
+	if err := c.adopt(ctx, w, in.git); err != nil {
+		return err
 	}
 	switch c.strategyOf(w, in) {
 	case contract.StrategyBlueGreen:

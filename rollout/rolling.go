@@ -108,8 +108,12 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
 		if live != nil && strategies.LiveHash(live.Spec.Template) == want.Hash {
-			// The template runs already: a later commit that leaves it
-			// as it is does not become its change cause.
+			// The template runs already: it stays exactly as it runs (an
+			// adopted Deployment's has neither the workload label nor the
+			// stamp, and adding them would replace every pod), and a later
+			// commit that leaves it as it is does not become its change
+			// cause.
+			obj.Spec.Template = live.Spec.Template
 			keepAnnotation(obj, live, AnnotationChangeCause)
 		} else {
 			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))

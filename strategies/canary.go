@@ -180,9 +180,15 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		status.Phase, status.Message = PhaseProgressing, "creating the stable Deployment of "+revision
 		return plan
 	case o.Stable.Spec.Template.Labels[contract.LabelServing] != "true":
-		// A workload that was rolling: its pods must carry the serving
-		// label before the Service selects by it.
-		plan.Stable = StableServing
+		// A workload that was rolling, or ran before plimsoll: its pods
+		// must carry the serving label before the Service selects by it.
+		// The label is a template change, which replaces every stable pod
+		// within the stable's maxUnavailable; the same write grows the
+		// stable by that many pods, so that as many as serve now stay
+		// available (see servingSurge).
+		size := max(liveReplicas(o.Stable), n)
+		size += servingSurge(size, o.Stable.Spec.Strategy)
+		plan.Stable, plan.StableReplicas = StableServing, &size
 		status.Phase, status.Message = PhaseProgressing, "labelling the stable pods serving"
 		return plan
 	case !o.ServiceSelectsServing:
@@ -397,4 +403,23 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	}
 	plan.Status.Message = keepDegraded(recorded, why, message)
 	return plan
+}
+
+// servingSurge is how many pods a stable Deployment of n pods must add so
+// that replacing them all within its rolling update keeps n available:
+// the least e with n+e-floor(maxUnavailable of n+e) >= n. With n = 4 and
+// the default 25%: e = 0 keeps 4-1 = 3, e = 1 keeps 5-floor(1.25) = 4, so
+// 1. With maxUnavailable 0 it is 0. The Recreate strategy keeps nothing
+// available whatever the count: 0, and the replacement is a gap the user's
+// strategy asked for.
+func servingSurge(n int32, strategy appsv1.DeploymentStrategy) int32 {
+	if strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return 0
+	}
+	for e := int32(0); e <= n; e++ {
+		if _, minAvailable := rollingBounds(n+e, strategy); minAvailable >= n {
+			return e
+		}
+	}
+	return 0
 }

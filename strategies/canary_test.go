@@ -364,9 +364,11 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"selecting the serving pods"}, selectServing: true},
 		},
 		{
-			name:     "the stable template lacks the serving label (the workload was rolling): label it first",
+			// 4 pods at maxUnavailable 25%: 5 keep 4 available while they
+			// are replaced.
+			name:     "the stable template lacks the serving label (the workload was rolling): label it first, one pod more",
 			recorded: progressing4, stable: deployment(v3), canary: cy(0), notSelecting: true,
-			want: canaryWant{phase: PhaseProgressing, words: []string{"labelling the stable pods serving"}, template: StableServing},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"labelling the stable pods serving"}, template: StableServing, stable: new(int32(5))},
 		},
 		{
 			name:     "no stable Deployment yet: wait for it",

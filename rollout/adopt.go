@@ -1,0 +1,132 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// ReasonAdopted is the Event reason of a Deployment that ran before Git
+// named it (created by kubectl or Helm) and that the controller took over.
+const ReasonAdopted = "Adopted"
+
+// adopt takes over the Deployment <name> of a workload when it runs
+// already but was not written by plimsoll: created by `kubectl apply` or
+// Helm, it has neither the plimsoll.dev/workload label nor (with a sync
+// name) the plimsoll.dev/sync one, so the informers, which watch only
+// labelled Deployments and ReplicaSets, do not hold it. Without this the
+// strategy would take it for absent and write Git's Deployment over it
+// with a labelled, stamped template: every pod replaced, although the
+// template is the one that runs.
+//
+// Adoption labels the Deployment and the ReplicaSets it controls (metadata
+// only: the pod template, and so every pod, stays as it is) and adds them
+// to w for this reconcile; the caches hold them from then on. The
+// strategies then go on as with any live Deployment: a rolling workload
+// whose Git template hashes like the live one keeps the live template
+// (revision 1 is what runs), a different one rolls out as a new revision,
+// and blue-green and canary take <name> over as they take over a rolling
+// workload of their own (see switch.go).
+//
+// It asks the API server only when the caches hold no Deployment of the
+// workload that could be <name>: when a workload is first handed over,
+// and for blue-green before its first color exists.
+func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deployment) error {
+	if git == nil || w.deployment("") != nil {
+		return nil
+	}
+	if w.deployment(contract.SuffixBlue) != nil || w.deployment(contract.SuffixGreen) != nil || w.deployment(contract.SuffixCanary) != nil {
+		return nil // a progressive workload of plimsoll's own; <name> is gone, not foreign
+	}
+	d, err := c.client.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read Deployment %s/%s to adopt it: %w", w.ns, w.name, err)
+	}
+	labels := map[string]string{contract.LabelWorkload: w.name}
+	if sync := git.Labels[contract.LabelSync]; sync != "" {
+		labels[contract.LabelSync] = sync
+	}
+	adopted, err := c.labelDeployment(ctx, d, labels)
+	if err != nil {
+		return err
+	}
+	c.written.wrote(adopted)
+	w.deploys[adopted.Name] = adopted
+	rsets, err := c.labelReplicaSets(ctx, adopted, w.name)
+	if err != nil {
+		return err
+	}
+	w.rsets = append(w.rsets, rsets...)
+	c.log.Info("adopted a Deployment that runs already", "workload", w.ns+"/"+w.name, "replicaSets", len(rsets))
+	c.eventFor(adopted, corev1.EventTypeNormal, ReasonAdopted,
+		fmt.Sprintf("took over Deployment %s, which plimsoll did not create; its pods keep running", adopted.Name))
+	return nil
+}
+
+// labelDeployment sets labels on Deployment d, unless it has them.
+func (c *Controller) labelDeployment(ctx context.Context, d *appsv1.Deployment, labels map[string]string) (*appsv1.Deployment, error) {
+	patch, missing := labelPatch(d.Labels, labels)
+	if !missing {
+		return d, nil
+	}
+	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("label Deployment %s to adopt it: %w", d.Name, err)
+	}
+	return out, nil
+}
+
+// labelReplicaSets labels the ReplicaSets that Deployment d controls with
+// its workload, so that a rollback finds the revision that ran before
+// plimsoll, and returns them.
+func (c *Controller) labelReplicaSets(ctx context.Context, d *appsv1.Deployment, workload string) ([]*appsv1.ReplicaSet, error) {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("read the selector of Deployment %s: %w", d.Name, err)
+	}
+	list, err := c.client.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, fmt.Errorf("list the ReplicaSets of Deployment %s: %w", d.Name, err)
+	}
+	var out []*appsv1.ReplicaSet
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if !metav1.IsControlledBy(rs, d) {
+			continue
+		}
+		patch, missing := labelPatch(rs.Labels, map[string]string{contract.LabelWorkload: workload})
+		if missing {
+			if rs, err = c.client.AppsV1().ReplicaSets(d.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
+				metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+				return nil, fmt.Errorf("label ReplicaSet %s to adopt it: %w", list.Items[i].Name, err)
+			}
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// labelPatch is the merge patch that sets want on an object labelled
+// have, and whether any label is missing or different.
+func labelPatch(have, want map[string]string) ([]byte, bool) {
+	missing := false
+	for k, v := range want {
+		if have[k] != v {
+			missing = true
+		}
+	}
+	labels, _ := json.Marshal(want) // a map of strings always encodes
+	return fmt.Appendf(nil, `{"metadata":{"labels":%s}}`, labels), missing
+}
