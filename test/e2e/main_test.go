@@ -118,6 +118,19 @@ func runSuite(m *testing.M) int {
 
 func clusterScript() string { return filepath.Join(suite.root, "hack", "cluster") }
 
+// clusterTool returns the path of a tool that `hack/cluster NAME` builds
+// once and caches (prometheus, prometheus-adapter), building it if needed;
+// the build's progress goes to stderr.
+func clusterTool(name string) (string, error) {
+	build := exec.Command(clusterScript(), name)
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		return "", fmt.Errorf("build %s with hack/cluster: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // newNamespace creates a namespace of its own for one test and deletes it
 // when the test ends.
 func newNamespace(t *testing.T) string {
@@ -191,10 +204,22 @@ func holdsFor(t *testing.T, describe string, d time.Duration, cond func(ctx cont
 // plane and returns its combined output, failing the test on error.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := runKubectl("", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runKubectl is kubectl for code that has no test to fail: it runs kubectl
+// with stdin as its standard input and returns its combined output, or an
+// error that carries it.
+func runKubectl(stdin string, args ...string) (string, error) {
 	cmd := exec.Command(suite.kubectl, append([]string{"--kubeconfig", suite.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return string(out), nil
 }

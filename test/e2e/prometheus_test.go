@@ -6,19 +6,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	gosync "sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,15 +56,11 @@ var prom struct {
 // promServer is a Prometheus process that scrapes the suite's exporter every
 // promScrapeInterval and answers queries at url.
 type promServer struct {
-	bin      string
 	dir      string // config, data and log
 	addr     string // host:port it listens on
 	url      string // http://addr
 	exporter *promExporter
-
-	mu   gosync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	proc     *serverProcess
 }
 
 // startPrometheus returns the suite's Prometheus, starting it and its
@@ -80,23 +72,16 @@ func startPrometheus(t *testing.T) *promServer {
 	if prom.err != nil {
 		t.Fatalf("start Prometheus: %v", prom.err)
 	}
-	p := prom.server
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Prometheus log (last %d lines of %s):\n%s", promLogTail, p.logPath(), p.logTail())
-		}
-	})
-	return p
+	prom.server.proc.logOnFailure(t, promLogTail)
+	return prom.server
 }
 
 // launchPrometheus builds (or finds) Prometheus, starts the exporter and
 // Prometheus, and registers their stop as a suite cleanup.
 func launchPrometheus() (p *promServer, err error) {
-	build := exec.Command(clusterScript(), "prometheus")
-	build.Stderr = os.Stderr
-	out, err := build.Output()
+	bin, err := clusterTool("prometheus")
 	if err != nil {
-		return nil, fmt.Errorf("build prometheus with hack/cluster: %w", err)
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "plimsoll-e2e-prometheus-")
 	if err != nil {
@@ -107,9 +92,13 @@ func launchPrometheus() (p *promServer, err error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p = &promServer{bin: strings.TrimSpace(string(out)), dir: dir, exporter: exp}
+	p = &promServer{dir: dir, exporter: exp, proc: &serverProcess{
+		name: "prometheus",
+		bin:  bin,
+		log:  filepath.Join(dir, "prometheus.log"),
+	}}
 	stopAll := func() {
-		if err := p.halt(); err != nil {
+		if err := p.proc.halt(promStopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 		}
 		exp.close()
@@ -117,7 +106,7 @@ func launchPrometheus() (p *promServer, err error) {
 	}
 	defer func() {
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: Prometheus log:\n%s\n", p.logTail())
+			fmt.Fprintf(os.Stderr, "e2e: Prometheus log:\n%s\n", p.proc.logTail(promLogTail))
 			stopAll()
 		}
 	}()
@@ -138,7 +127,12 @@ scrape_configs:
 	if err := os.WriteFile(p.configPath(), []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	if err := p.launch(); err != nil {
+	p.proc.args = []string{
+		"--config.file=" + p.configPath(),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + p.addr,
+	}
+	if err := p.proc.launch(promStartTimeout, p.ready); err != nil {
 		return nil, err
 	}
 	suiteCleanups = append(suiteCleanups, stopAll)
@@ -146,62 +140,6 @@ scrape_configs:
 }
 
 func (p *promServer) configPath() string { return filepath.Join(p.dir, "prometheus.yml") }
-func (p *promServer) logPath() string    { return filepath.Join(p.dir, "prometheus.log") }
-
-// launch starts the Prometheus process in a process group of its own,
-// appending to its log, and waits until it is ready.
-func (p *promServer) launch() error {
-	logFile, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(p.bin,
-		"--config.file="+p.configPath(),
-		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
-		"--web.listen-address="+p.addr,
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own group, so that a stop reaches everything it runs; and killed
-	// with the test binary should that die without running the cleanups.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start prometheus: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	p.mu.Lock()
-	p.cmd, p.done = cmd, done
-	p.mu.Unlock()
-
-	if err := p.waitReady(done); err != nil {
-		_ = p.halt()
-		return err
-	}
-	return nil
-}
-
-// waitReady polls /-/ready until it answers 200, the process exits (done is
-// closed) or promStartTimeout has passed.
-func (p *promServer) waitReady(done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), promStartTimeout)
-	defer cancel()
-	for {
-		if p.ready(ctx) {
-			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("prometheus exited before it was ready")
-		case <-ctx.Done():
-			return fmt.Errorf("prometheus not ready at %s after %s", p.url, promStartTimeout)
-		case <-time.After(pollInterval):
-		}
-	}
-}
 
 // ready reports whether Prometheus answers /-/ready with 200.
 func (p *promServer) ready(ctx context.Context) bool {
@@ -218,38 +156,16 @@ func (p *promServer) ready(ctx context.Context) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// halt stops the Prometheus process group, if it runs: SIGTERM, and SIGKILL
-// after promStopTimeout.
-func (p *promServer) halt() error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.cmd, p.done = nil, nil
-	p.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(promStopTimeout):
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	<-done
-	return fmt.Errorf("prometheus (pid %d) did not stop on SIGTERM within %s; killed", pgid, promStopTimeout)
-}
-
 // stop stops Prometheus, for tests of what plimsoll does when it cannot
 // reach its metrics provider. It stays down until start, or until the test
 // ends: the next test gets it running again.
 func (p *promServer) stop(t *testing.T) {
 	t.Helper()
-	if err := p.halt(); err != nil {
+	if err := p.proc.halt(promStopTimeout); err != nil {
 		t.Log(err)
 	}
 	t.Cleanup(func() {
-		if !p.running() {
+		if !p.proc.running() {
 			p.start(t)
 		}
 	})
@@ -259,40 +175,12 @@ func (p *promServer) stop(t *testing.T) {
 // same data, and waits until it is ready.
 func (p *promServer) start(t *testing.T) {
 	t.Helper()
-	if p.running() {
+	if p.proc.running() {
 		return
 	}
-	if err := p.launch(); err != nil {
+	if err := p.proc.launch(promStartTimeout, p.ready); err != nil {
 		t.Fatalf("restart Prometheus: %v", err)
 	}
-}
-
-// running reports whether the Prometheus process runs.
-func (p *promServer) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// logTail returns the last promLogTail lines of Prometheus' log.
-func (p *promServer) logTail() string {
-	data, err := os.ReadFile(p.logPath())
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > promLogTail {
-		lines = lines[len(lines)-promLogTail:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // sample is one element of an instant vector.
