@@ -43,7 +43,7 @@ var suite struct {
 
 // suiteCleanups run after the last test, the last added first: they stop
 // what the suite starts once for all tests (the Prometheus of
-// startPrometheus).
+// startPrometheus, the metrics adapter of startMetricsAdapter).
 var suiteCleanups []func()
 
 func TestMain(m *testing.M) {

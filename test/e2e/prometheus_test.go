@@ -41,9 +41,15 @@ const (
 const (
 	metricRequests = "plimsoll_e2e_requests_total"
 	metricErrors   = "plimsoll_e2e_errors_total"
+	// metricLoad is a gauge, the load of a simulated workload, which the
+	// metrics adapter serves to HorizontalPodAutoscalers (see setLoad).
+	metricLoad = "plimsoll_e2e_load"
 )
 
-var exporterLabels = []string{"namespace", "workload", "hash"}
+var (
+	exporterLabels = []string{"namespace", "workload", "hash"}
+	loadLabels     = []string{"namespace", "workload"}
+)
 
 // prom is the suite's one Prometheus, started by the first test that asks
 // for it and stopped after the last test (see suiteCleanups).
@@ -295,9 +301,12 @@ type promExporter struct {
 
 	mu     gosync.Mutex
 	series map[exporterKey]*exporterSeries
+	loads  map[loadKey]float64
 }
 
 type exporterKey struct{ namespace, workload, hash string }
+
+type loadKey struct{ namespace, workload string }
 
 // exporterSeries is the traffic of one label set: the counters as they
 // stood at since, and how fast they have grown from then on.
@@ -318,7 +327,7 @@ func (s *exporterSeries) at(now time.Time) (requests, errors float64) {
 }
 
 func startExporter() (*promExporter, error) {
-	e := &promExporter{series: map[exporterKey]*exporterSeries{}}
+	e := &promExporter{series: map[exporterKey]*exporterSeries{}, loads: map[loadKey]float64{}}
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(exporterCollector{e}); err != nil {
 		return nil, fmt.Errorf("register the exporter's collector: %w", err)
@@ -359,17 +368,35 @@ func (e *promExporter) stop(ns, workload, hash string) {
 	delete(e.series, exporterKey{ns, workload, hash})
 }
 
+// setLoad sets the gauge metricLoad of (ns, workload) to load, from the
+// next scrape on.
+func (e *promExporter) setLoad(ns, workload string, load float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.loads[loadKey{ns, workload}] = load
+}
+
+// stopLoad removes the gauge metricLoad of (ns, workload) from the exporter;
+// Prometheus marks it stale at its next scrape.
+func (e *promExporter) stopLoad(ns, workload string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.loads, loadKey{ns, workload})
+}
+
 // exporterCollector computes the exporter's counters at each scrape.
 type exporterCollector struct{ e *promExporter }
 
 var (
 	requestsDesc = prometheus.NewDesc(metricRequests, "Requests served by a simulated workload revision.", exporterLabels, nil)
 	errorsDesc   = prometheus.NewDesc(metricErrors, "Requests of a simulated workload revision that failed.", exporterLabels, nil)
+	loadDesc     = prometheus.NewDesc(metricLoad, "Load of a simulated workload, which HorizontalPodAutoscalers scale on.", loadLabels, nil)
 )
 
 func (c exporterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- requestsDesc
 	ch <- errorsDesc
+	ch <- loadDesc
 }
 
 func (c exporterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -380,6 +407,9 @@ func (c exporterCollector) Collect(ch chan<- prometheus.Metric) {
 		requests, errs := s.at(now)
 		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, requests, k.namespace, k.workload, k.hash)
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, errs, k.namespace, k.workload, k.hash)
+	}
+	for k, load := range c.e.loads {
+		ch <- prometheus.MustNewConstMetric(loadDesc, prometheus.GaugeValue, load, k.namespace, k.workload)
 	}
 }
 
