@@ -147,4 +147,3 @@ func replicaSetNames(t *testing.T, ns, selector string) []string {
 	slices.Sort(names)
 	return names
 }
-
