@@ -83,11 +83,15 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved) []Action {
 			actions = append(actions, Action{Kind: kind, Pod: name})
 		}
 	}
+	// Labels go first: pods join the Service before others leave it. A
+	// plan that takes the canary away labels only stable pods (an
+	// autoscaled workload's, back into the Service) and then takes every
+	// canary pod out at once, before anything else.
 	away := plan.CanaryReplicas != nil && *plan.CanaryReplicas == 0
+	pods(ActionLabel, plan.Label)
 	if away {
 		pods(ActionUnlabel, plan.Unlabel)
 	}
-	pods(ActionLabel, plan.Label)
 	if plan.SelectServing {
 		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceCanary, Key: contract.LabelServing, Value: "true"})
 	}

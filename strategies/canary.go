@@ -15,6 +15,12 @@ type CanaryDesired struct {
 	Desired
 	// Steps are the parsed plimsoll.dev/steps.
 	Steps []Step
+	// Autoscaled says that a HorizontalPodAutoscaler owns the stable
+	// Deployment's count: Replicas is that count, the workload's total.
+	// The plan then never writes the stable's count; the canary's share is
+	// made in the Service instead, by taking as many stable pods out of it
+	// (the serving label removed) as canary pods join it.
+	Autoscaled bool
 }
 
 // CanaryObserved is the live state of a canary workload and the controller
@@ -25,6 +31,9 @@ type CanaryObserved struct {
 	Stable, Canary *appsv1.Deployment
 	// Pods are the pods of the canary Deployment.
 	Pods []Pod
+	// StablePods are the pods of the stable Deployment; only an
+	// autoscaled plan reads them.
+	StablePods []Pod
 	// ServiceSelectsServing is true when the Service's selector has
 	// plimsoll.dev/serving="true".
 	ServiceSelectsServing bool
@@ -188,19 +197,21 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		// available (see servingSurge).
 		size := max(liveReplicas(o.Stable), n)
 		size += servingSurge(size, o.Stable.Spec.Strategy)
-		plan.Stable, plan.StableReplicas = StableServing, &size
+		plan.Stable, plan.StableReplicas = StableServing, stableCount(desired, size)
 		status.Phase, status.Message = PhaseProgressing, "labelling the stable pods serving"
 		return plan
 	case !o.ServiceSelectsServing:
 		// Until the Service selects serving pods only, a Ready canary pod
 		// would get traffic unlabelled: no canary before that.
-		if fullyAvailable(o.Stable, liveReplicas(o.Stable)) && rolloutComplete(o.Stable) {
+		// A stable failing on its own serves nothing the selector could
+		// take away: it does not hold the canary back.
+		if (fullyAvailable(o.Stable, liveReplicas(o.Stable)) && rolloutComplete(o.Stable)) || stableFailing(o.Stable) {
 			plan.SelectServing = true
 		}
 		status.Phase, status.Message = PhaseProgressing, "selecting the serving pods in the Service"
 		return plan
 	case !inFlight:
-		return planCanaryPromoted(plan, o, n, revision)
+		return planCanaryPromoted(plan, desired, o, n, revision)
 	case hashOf(o.Canary) != desired.Hash:
 		status.Phase, status.Message = PhaseProgressing, revision+": writing the template to the canary"
 		return plan
@@ -231,7 +242,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 			return plan
 		}
 		// Full promotion: stable takes the new template at N.
-		plan.Stable, plan.StableReplicas = StablePromote, &n
+		plan.Stable, plan.StableReplicas = StablePromote, stableCount(desired, n)
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: promoting the stable Deployment", revision)
 		return plan
 	}
@@ -249,15 +260,19 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	// A pod taken out of traffic by hand keeps running but does not count:
 	// the canary gets one more pod for each, to be labelled in its place.
 	size := c + unlabelled(o.Pods)
-	plan.CanaryReplicas, plan.StableReplicas = &size, &stable
+	plan.CanaryReplicas, plan.StableReplicas = &size, stableCount(desired, stable)
+	stableReady := stableAt(o.Stable, stable)
+	if desired.Autoscaled {
+		stableReady = serveStable(&plan, o.StablePods, stable) == stable
+	}
 	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
 	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, serving, n)
 	status.Phase = PhaseProgressing
-	judged, analysis := judgeStep(&plan, desired, o, k, serving == c && stableAt(o.Stable, stable) && !o.Paused)
+	judged, analysis := judgeStep(&plan, desired, o, k, serving == c && stableReady && !o.Paused)
 	switch step := steps[k]; {
 	case o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; paused", where, traffic)
-	case serving != c || !stableAt(o.Stable, stable):
+	case serving != c || !stableReady:
 		status.Message = fmt.Sprintf("%s: %s", where, traffic)
 	case plan.Run != nil && plan.Run.Verdict == VerdictInconclusive && plan.Run.Of(stageOf(k), desired.Hash):
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; %s; promote or abort", where, traffic, analysis)
@@ -306,25 +321,34 @@ func weightAt(steps []Step, k int) int32 {
 // unlabelled by hand is never labelled again. It returns how many canary
 // pods serve once the plan is executed.
 func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
+	return balance(plan, pods, c, func(p Pod) bool { return !p.Unlabelled })
+}
+
+// balance plans the serving labels of pods so that want of them serve:
+// Ready serving pods beyond want lose the label (the last by name first),
+// Ready pods without it for which may holds get it (the first by name
+// first) until want serve. A serving pod that is not Ready or is being
+// deleted counts for nothing; the label goes with it. It returns how many
+// serve once the plan is executed.
+func balance(plan *CanaryPlan, pods []Pod, want int32, may func(Pod) bool) int32 {
 	var serving, candidates []string
 	for _, p := range pods {
 		switch {
-		case p.Serving && (p.Deleting || !p.Ready):
-			// Counts for nothing; the label goes with the pod.
+		case p.Deleting || !p.Ready:
 		case p.Serving:
 			serving = append(serving, p.Name)
-		case p.Ready && !p.Deleting && !p.Unlabelled:
+		case may(p):
 			candidates = append(candidates, p.Name)
 		}
 	}
 	slices.Sort(serving)
 	slices.Sort(candidates)
-	for int32(len(serving)) > c {
+	for int32(len(serving)) > want {
 		plan.Unlabel = append(plan.Unlabel, serving[len(serving)-1])
 		serving = serving[:len(serving)-1]
 	}
 	for _, name := range candidates {
-		if int32(len(serving)) >= c {
+		if int32(len(serving)) >= want {
 			break
 		}
 		plan.Label = append(plan.Label, name)
@@ -333,17 +357,42 @@ func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
 	return int32(len(serving))
 }
 
-// stableAt reports whether the stable Deployment asks for want pods and has
-// at least want available.
+// stableAt reports whether the stable Deployment asks for want pods and
+// has them: at least want available, or, for a stable that is failing on
+// its own (see stableFailing), every pod beyond want gone and no rollout
+// of its own under way. A step only ever scales the stable down, which
+// makes no pod available; waiting for a failing stable's pods would block
+// the canary, which is judged on its own pods, behind the very failure it
+// may fix. With want = 3 and a stable of 4 pods none of which is Ready:
+// once it runs 3, all updated, the step goes on.
 func stableAt(d *appsv1.Deployment, want int32) bool {
-	return liveReplicas(d) == want && caughtUp(d) && d.Status.AvailableReplicas >= want
+	if liveReplicas(d) != want || !caughtUp(d) {
+		return false
+	}
+	st := d.Status
+	if st.AvailableReplicas >= want {
+		return true
+	}
+	return stableFailing(d) && st.Replicas <= want && st.UpdatedReplicas == st.Replicas
+}
+
+// stableFailing reports whether the stable Deployment fails on its own: it
+// ran out of its progress deadline (a revision that failed and could not
+// be rolled back), or not one of its pods is Ready (an image that cannot
+// be pulled, a crash loop). A stable with some pods Ready and others
+// starting is not failing: a step waits for them.
+func stableFailing(d *appsv1.Deployment) bool {
+	return deadlineExceeded(d) || (liveReplicas(d) > 0 && d.Status.ReadyReplicas == 0)
 }
 
 // planCanaryPromoted plans the step once stable runs the Git template:
 // stable at N; once it is fully available, every canary pod loses the
 // label and the canary scales to zero.
-func planCanaryPromoted(plan CanaryPlan, o CanaryObserved, n int32, revision string) CanaryPlan {
-	plan.StableReplicas = &n
+func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved, n int32, revision string) CanaryPlan {
+	plan.StableReplicas = stableCount(desired, n)
+	if desired.Autoscaled {
+		serveEveryStable(&plan, o.StablePods)
+	}
 	status := &plan.Status
 	if !fullyAvailable(o.Stable, n) || !rolloutComplete(o.Stable) {
 		status.Phase = PhaseProgressing
@@ -391,7 +440,10 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	}
 	plan.Step, plan.StepSince = 0, time.Time{}
 	zero := int32(0)
-	plan.CanaryReplicas, plan.StableReplicas = &zero, &n
+	plan.CanaryReplicas, plan.StableReplicas = &zero, stableCount(desired, n)
+	if desired.Autoscaled {
+		serveEveryStable(&plan, o.StablePods)
+	}
 	for _, p := range o.Pods {
 		if p.Serving {
 			plan.Unlabel = append(plan.Unlabel, p.Name)
@@ -422,4 +474,28 @@ func servingSurge(n int32, strategy appsv1.DeploymentStrategy) int32 {
 		}
 	}
 	return 0
+}
+
+// serveEveryStable plans the serving label back onto every Ready stable
+// pod of an autoscaled workload that lacks it: the canary is gone or on
+// its way out, and the stable serves the whole count again.
+func serveEveryStable(plan *CanaryPlan, pods []Pod) {
+	serveStable(plan, pods, int32(len(pods)))
+}
+
+// stableCount is the stable count for a plan to write: n, or none when an
+// HPA owns the count.
+func stableCount(desired CanaryDesired, n int32) *int32 {
+	if desired.Autoscaled {
+		return nil
+	}
+	return &n
+}
+
+// serveStable plans the serving labels of the stable pods of an
+// autoscaled workload so that want of them serve (see balance). With an
+// HPA at 6 and the canary at 25%, 2 canary pods serve and 4 of the 6
+// stable pods; the other 2 keep running outside the Service.
+func serveStable(plan *CanaryPlan, pods []Pod, want int32) int32 {
+	return balance(plan, pods, want, func(Pod) bool { return true })
 }

@@ -210,6 +210,17 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"(0/4 pods serving)"}, stable: three, canary: one},
 		},
 		{
+			name:     "25%: the stable fails on its own (none of its pods Ready) and runs 3: done, the canary is judged on its own pods",
+			recorded: progressing4, stable: stableDeploy(v3, withSpecReplicas(3), withPods(3, 3, 0, 0)), canary: cy(1), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one,
+				step: 1, since: sinceNow, requeue: atOnce},
+		},
+		{
+			name:     "25%: the failing stable still runs 4 of the 3 it asks for: not done",
+			recorded: progressing4, stable: stableDeploy(v3, withSpecReplicas(3), withPods(4, 4, 0, 0)), canary: cy(1), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one},
+		},
+		{
 			name:     "25%: stable asks for 3 with 2 available: not done",
 			recorded: progressing4, stable: stableDeploy(v3, withSpecReplicas(3), withPods(3, 3, 2, 2)), canary: cy(1), pods: []Pod{serving("c0")},
 			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one},
@@ -357,6 +368,11 @@ func canaryCases() []canaryCase {
 			recorded: progressing4, stable: stableDeploy(v3, withPods(4, 4, 3, 3), rolling), canary: cy(0), notSelecting: true,
 			want:  canaryWant{phase: PhaseProgressing, words: []string{"selecting the serving pods"}},
 			rests: true,
+		},
+		{
+			name:     "the Service does not select serving pods yet and none of the stable's pods is Ready: select them, nothing served is lost",
+			recorded: progressing4, stable: stableDeploy(v3, withPods(4, 4, 0, 0)), canary: cy(0), notSelecting: true,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"selecting the serving pods"}, selectServing: true},
 		},
 		{
 			name:     "the Service does not select serving pods yet and stable is fully available: select them",
