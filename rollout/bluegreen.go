@@ -137,6 +137,9 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	}
 	state := readState(annotationsOf(bg.primary()))
 	state.Replicas = desiredReplicas(git)
+	if n, ok := c.blueGreenCount(bg); ok {
+		state.Replicas = n // the HPA's count, not Git's
+	}
 	desired := strategies.TemplateHash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
 	target := strategies.ColorBlue
@@ -194,6 +197,9 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	}
 	state := readState(primary.Annotations)
 	cmd := readCommand(primary, &recorded, &state)
+	if n, ok := c.blueGreenCount(bg); ok {
+		state.Replicas = n // the new color comes up to the count that serves
+	}
 	delay, err := scaleDownDelay(primary.Annotations)
 	if err != nil {
 		return c.markInvalid(ctx, bg.w, err, nil, bg.blue, bg.green)
@@ -247,8 +253,47 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
+	if err := c.followActive(ctx, bg, plan.Actions); err != nil {
+		return err
+	}
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(ns+"/"+name, plan.RequeueAfter)
+	}
+	return nil
+}
+
+// blueGreenCount returns the count of the Deployment of bg that an HPA
+// scales (the active color, or <name> before the first swap), and whether
+// one does.
+func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
+	for _, d := range []*appsv1.Deployment{bg.color(strategies.Color(bg.active.Spec.Selector[contract.LabelColor])), bg.blue, bg.green, bg.legacy} {
+		if n, ok := c.autoscaledCount(d); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// followActive points the HPA of a blue-green workload at the color the
+// active Service selects once actions are executed: after a swap the HPA
+// scales what serves. An HPA already on it is nothing to do.
+func (c *Controller) followActive(ctx context.Context, bg *blueGreen, actions []strategies.Action) error {
+	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
+	for _, a := range actions {
+		if a.Kind == strategies.ActionSelect && a.Service == strategies.ServiceActive && a.Key == contract.LabelColor {
+			active = strategies.Color(a.Value)
+		}
+	}
+	to := bg.color(active)
+	if to == nil {
+		return nil
+	}
+	for _, from := range []string{bg.name, bg.name + contract.SuffixBlue, bg.name + contract.SuffixGreen} {
+		if from != to.Name {
+			if err := c.retarget(ctx, bg.ns, from, to.Name); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -81,6 +81,9 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	}
 	state := readState(annotationsOf(cy.stable))
 	state.Replicas = desiredReplicas(git)
+	if n, ok := c.autoscaledCount(cy.stable); ok {
+		state.Replicas = n // the HPA's count, not Git's
+	}
 	desired := strategies.TemplateHash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, commit)
 	if decision.Action == strategies.RevisionNew {
@@ -144,6 +147,10 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	}
 	state := readState(cy.stable.Annotations)
 	cmd := readCommand(cy.stable, &recorded, &state)
+	n, autoscaled := c.autoscaledCount(cy.stable)
+	if autoscaled {
+		state.Replicas = n // the HPA's count is the workload's total
+	}
 	replicas := state.Replicas
 	observed := strategies.CanaryObserved{
 		Stable: cy.stable, Canary: cy.canary,
@@ -152,6 +159,9 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}
 	observed.Pods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] == contract.TrackCanary })
+	if autoscaled {
+		observed.StablePods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] != contract.TrackCanary })
+	}
 	// The last run stays recorded, for users to read, until the next
 	// revision's first run replaces it.
 	j := judgement{run: state.Run}
@@ -169,7 +179,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	plan := strategies.PlanCanary(strategies.CanaryDesired{
 		Desired: strategies.Desired{Hash: recorded.Hash, Replicas: &replicas,
 			AutoRollback: autoRollback(cy.stable.Annotations), Commit: recorded.Commit},
-		Steps: steps,
+		Steps: steps, Autoscaled: autoscaled,
 	}, recorded, observed)
 	state.Step, state.StepSince, state.Run = plan.Step, plan.StepSince, plan.Run
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},

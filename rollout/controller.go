@@ -128,7 +128,7 @@ type Controller struct {
 	writable func() bool
 	// factories are the informer factories: per watched namespace,
 	// Deployments, then the workload-labelled ReplicaSets and Pods, then
-	// Services and EndpointSlices.
+	// Services, EndpointSlices and HorizontalPodAutoscalers, then analyses.
 	factories []informers.SharedInformerFactory
 	// views holds the listers by namespace, metav1.NamespaceAll when the
 	// controller watches every namespace.
@@ -221,23 +221,28 @@ func (c *Controller) watch(cfg Config, ns string) {
 	serviceInformer := serviceFactory.Core().V1().Services()
 	sliceInformer := serviceFactory.Discovery().V1().EndpointSlices()
 	analysisInformer := analysisFactory.Core().V1().ConfigMaps()
+	// HorizontalPodAutoscalers carry no workload label either: few per
+	// namespace, watched whole and mapped to the Deployment they target.
+	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
 	c.views[ns] = view{
-		deploys:  deployInformer.Lister(),
-		rsets:    rsInformer.Lister(),
-		pods:     podInformer.Lister(),
-		services: serviceInformer.Lister(),
-		slices:   sliceInformer.Lister(),
-		analyses: analysisInformer.Lister(),
+		deploys:     deployInformer.Lister(),
+		rsets:       rsInformer.Lister(),
+		pods:        podInformer.Lister(),
+		services:    serviceInformer.Lister(),
+		slices:      sliceInformer.Lister(),
+		analyses:    analysisInformer.Lister(),
+		autoscalers: autoscalerInformer.Lister(),
 	}
 	c.synced = append(c.synced, deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced,
-		analysisInformer.Informer().HasSynced)
+		analysisInformer.Informer().HasSynced, autoscalerInformer.Informer().HasSynced)
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
 	_, _ = sliceInformer.Informer().AddEventHandler(onEvery(c.enqueueSliceUsers))
+	_, _ = autoscalerInformer.Informer().AddEventHandler(onEvery(c.enqueueAutoscaled))
 }
 
 // Run starts the informers and the workers and blocks until ctx ends; then

@@ -79,7 +79,10 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	}
 	switch a.Template {
 	case strategies.StableServing:
+		// The workload label too: an adopted Deployment's template lacks
+		// it, and the stable pods must be in the caches.
 		setLabel(&want.Spec.Template.ObjectMeta, contract.LabelServing, "true")
+		setLabel(&want.Spec.Template.ObjectMeta, contract.LabelWorkload, x.w.name)
 	case strategies.StablePromote:
 		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
 			t := *canary.Spec.Template.DeepCopy()

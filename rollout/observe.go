@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -35,6 +36,8 @@ type view struct {
 	slices   discoverylisters.EndpointSliceLister
 	// analyses are the ConfigMaps labelled plimsoll.dev/analysis.
 	analyses corelisters.ConfigMapLister
+	// autoscalers are the HorizontalPodAutoscalers (autoscaling/v2).
+	autoscalers autoscalinglisters.HorizontalPodAutoscalerLister
 }
 
 // viewOf finds the informers that hold namespace ns: its own, or those of

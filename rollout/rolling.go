@@ -71,6 +71,10 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		AutoRollback: autoRollback(git.Annotations),
 	}
 	want.Commit = strategies.RevisionCommit(recorded, want.Hash, in.commit)
+	count, autoscaled := c.autoscaledCount(live)
+	if autoscaled {
+		want.Replicas = nil // the HPA's count is the desired one
+	}
 	j, err := c.judgeRolling(ctx, live, git.Annotations, recorded, want.Hash)
 	if err != nil {
 		return c.markInvalid(ctx, w, err, git.Annotations, live)
@@ -98,6 +102,13 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	obj.Status = appsv1.DeploymentStatus{}
 	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
+	if autoscaled {
+		// An HPA scales the Deployment: Git's count is not applied, the
+		// live one is, on the live resourceVersion, so that a scale after
+		// the cache's copy fails the apply (a conflict, planned again)
+		// instead of being undone.
+		obj.Spec.Replicas, obj.ResourceVersion = &count, live.ResourceVersion
+	}
 	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
 	for k, v := range plan.Status.Annotations() {
 		setAnnotation(&obj.ObjectMeta, k, v)

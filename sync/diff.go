@@ -40,6 +40,9 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, err
 	}
+	if objs, err = s.scaleTargets(ctx, objs); err != nil {
+		return "", nil, err
+	}
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return "", nil, err

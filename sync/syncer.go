@@ -71,10 +71,15 @@ type Source interface {
 // another name (a blue-green color), renamed to Git's name, or with Git's
 // template in place of the running one when the sink refuses Git's (a
 // failed revision); nil to compare the Git Deployment with its namesake.
+//
+// ScaleTarget names the live Deployment that a HorizontalPodAutoscaler of
+// Git Deployment name (a blue-green workload) scales: the active color, or
+// name itself while no color serves.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 	ServingDeployment(ctx context.Context, desired *appsv1.Deployment) (*appsv1.Deployment, error)
+	ScaleTarget(ctx context.Context, namespace, name string) (string, error)
 }
 
 // Config wires a Syncer.
@@ -361,6 +366,10 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 // Deployments to the rollout controller, and records in rec's inventory
 // every object now as desired. It returns the plan and what was written.
 func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
+	objs, err := s.scaleTargets(ctx, objs)
+	if err != nil {
+		return nil, nil, err
+	}
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return nil, nil, err

@@ -12,14 +12,15 @@ import (
 
 // switchedExample is examples/rolling (Deployment web, Service web, 4
 // replicas) with image web:<version> and the annotations given as one
-// YAML block ("" for none): the strategy a commit switches to.
-func switchedExample(t *testing.T, version, annotations string) map[string]string {
+// YAML block ("" for none): the strategy a commit switches to; replace
+// are further old -> new pairs (see example).
+func switchedExample(t *testing.T, version, annotations string, replace ...string) map[string]string {
 	t.Helper()
-	replace := []string{"registry.example/web:v1", "registry.example/web:" + version}
+	pairs := []string{"registry.example/web:v1", "registry.example/web:" + version}
 	if annotations != "" {
-		replace = append(replace, "    app: web\nspec:", "    app: web\n  annotations:\n"+annotations+"spec:")
+		pairs = append(pairs, "    app: web\nspec:", "    app: web\n  annotations:\n"+annotations+"spec:")
 	}
-	return example(t, "rolling", replace...)
+	return example(t, "rolling", append(pairs, replace...)...)
 }
 
 // TestStrategySwitch switches one workload from rolling to blue-green,

@@ -1,0 +1,145 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// A HorizontalPodAutoscaler that targets a workload's Deployment owns its
+// replica count: plimsoll reads the count, never resets it to Git's.
+//
+//	rolling: the apply of the Git Deployment carries the live count (with
+//	    the live resourceVersion, so that a scale in between is a conflict
+//	    and the apply is planned again), so an HPA that scaled 2 to 6 sees
+//	    no write at all.
+//	canary: the HPA keeps targeting the stable Deployment <name>, and its
+//	    count is the workload's total. The controller never writes the
+//	    stable's count: at weight w the canary runs ceil(w·total/100) pods,
+//	    and as many stable pods leave the Service (they lose
+//	    plimsoll.dev/serving) as canary pods join it, so the Service serves
+//	    the total, the canary's share w. Those stable pods keep running
+//	    until the promotion replaces them or an abort labels them again.
+//	blue-green: the HPA targets the active color. The new color is brought
+//	    up to the active color's count, and at the swap the controller
+//	    points the HPA at the new active color; the sync writes the same
+//	    target into the Git HPA (see ScaleTarget), so it is no drift.
+
+// autoscalerOf returns the HorizontalPodAutoscaler of namespace ns that
+// targets Deployment name, nil when none does.
+func (c *Controller) autoscalerOf(ns, name string) *autoscalingv2.HorizontalPodAutoscaler {
+	v, ok := c.viewOf(ns)
+	if !ok || v.autoscalers == nil {
+		return nil
+	}
+	list, _ := v.autoscalers.HorizontalPodAutoscalers(ns).List(labels.Everything())
+	for _, h := range list {
+		if targets(h, name) {
+			return h
+		}
+	}
+	return nil
+}
+
+// targets reports whether h scales the apps/v1 Deployment name.
+func targets(h *autoscalingv2.HorizontalPodAutoscaler, name string) bool {
+	ref := h.Spec.ScaleTargetRef
+	return ref.Kind == "Deployment" && ref.Name == name && (ref.APIVersion == "" || ref.APIVersion == "apps/v1")
+}
+
+// autoscaledCount returns the replica count of Deployment d when an HPA
+// targets it, and whether one does: the count the HPA set, which is d's
+// own.
+func (c *Controller) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
+	if d == nil || c.autoscalerOf(d.Namespace, d.Name) == nil {
+		return 0, false
+	}
+	return liveCount(d), true
+}
+
+// liveCount is d's spec.replicas, 1 when unset.
+func liveCount(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// retarget points the HPA that targets Deployment from at Deployment to,
+// as a blue-green swap hands the traffic over. No HPA, or one that
+// targets to already, is nothing to do.
+func (c *Controller) retarget(ctx context.Context, ns, from, to string) error {
+	h := c.autoscalerOf(ns, from)
+	if h == nil || from == to {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"scaleTargetRef":{"name":%q}}}`, to)
+	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, h.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("point HorizontalPodAutoscaler %s at Deployment %s: %w", h.Name, to, err)
+	}
+	c.log.Info("pointed the autoscaler at the active color", "workload", ns+"/"+workloadOfColor(from), "autoscaler", h.Name, "deployment", to)
+	return nil
+}
+
+// enqueueAutoscaled queues the workload whose Deployment an HPA targets:
+// an HPA created, edited or deleted changes who owns the count.
+func (c *Controller) enqueueAutoscaled(obj any) {
+	if c.once.Load() {
+		return
+	}
+	h, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return
+	}
+	name := h.Spec.ScaleTargetRef.Name
+	if v, found := c.viewOf(h.Namespace); found {
+		if d, err := v.deploys.Deployments(h.Namespace).Get(name); err == nil && d.Labels[contract.LabelWorkload] != "" {
+			name = d.Labels[contract.LabelWorkload]
+		}
+	}
+	c.queue.Add(h.Namespace + "/" + name)
+}
+
+// workloadOfColor is the workload name of a color's Deployment name.
+func workloadOfColor(deployment string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(deployment, contract.SuffixBlue), contract.SuffixGreen)
+}
+
+// ScaleTarget names the live Deployment that an HPA of Git Deployment
+// ns/name scales (see sync.DeploymentSink): for a blue-green workload the
+// active color (role active), else name. It reads the caches; a controller
+// that does not run (plimsoll diff) asks the API server.
+func (c *Controller) ScaleTarget(ctx context.Context, ns, name string) (string, error) {
+	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen} {
+		d, err := c.liveDeployment(ctx, ns, name+suffix)
+		if err != nil {
+			return "", err
+		}
+		if d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
+			return d.Name, nil
+		}
+	}
+	return name, nil
+}
+
+// liveDeployment returns Deployment ns/name from the cache, or from the API
+// server when the controller does not run; nil when it does not exist.
+func (c *Controller) liveDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	if v, ok := c.viewOf(ns); ok && c.running() {
+		d, err := v.deploys.Deployments(ns).Get(name)
+		if err != nil {
+			return nil, nil
+		}
+		return c.written.newest(d), nil
+	}
+	return c.getDeployment(ctx, ns, name)
+}

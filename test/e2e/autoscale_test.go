@@ -1,0 +1,153 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAutoscaledWorkloads rolls out each strategy with a real
+// HorizontalPodAutoscaler in Git (minReplicas 2, Git's replicas 2, an
+// External metric the test sets): mid-rollout the load goes from 200 to
+// 600, and kube-controller-manager's HPA controller scales from 2 to 6.
+// Each rollout completes at the new revision with the HPA's 6 pods, the
+// Service never has fewer ready endpoints than the strategy promises (2
+// before the HPA moved, then 6, or 5 within a rolling update's
+// maxUnavailable), and three polls after the HPA scaled write nothing to
+// the Deployments.
+func TestAutoscaledWorkloads(t *testing.T) {
+	adapter := startMetricsAdapter(t)
+	for _, tc := range []struct {
+		name, annotations string
+		// template is a replacement in the Deployment that slows the
+		// rollout down, so that the HPA moves in the middle of it.
+		template []string
+		// before and after serve revisions 1 and 2.
+		before, after string
+		// promise is the fewest ready endpoints the strategy keeps at 6.
+		promise int
+	}{
+		{"rolling", "", []string{"  template:\n", "  minReadySeconds: 8\n  template:\n"}, "web", "web", 5},
+		{"canary", "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"50%, pause 25s, 100%\"\n", nil, "web", "web", 6},
+		{"blue-green", "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n    plimsoll.dev/auto-promote: \"false\"\n    plimsoll.dev/scale-down-delay: 3s\n", nil, "web-blue", "web-green", 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSyncTarget(t)
+			adapter.setLoad(t, s.ns, "web", 200)
+			files := func(version string) map[string]string {
+				f := switchedExample(t, version, tc.annotations, append([]string{"  replicas: 4\n", "  replicas: 2\n"}, tc.template...)...)
+				f["hpa.yaml"] = loadHPAManifest("web", 2, 8)
+				return f
+			}
+			s.repo.commit("web v1", files("v1"))
+			daemon := startDaemon(t, s, "--interval", "1s")
+			waitForDeployment(t, s.ns, tc.before, "revision 1 Healthy", phaseIs(1, "Healthy"))
+			waitForScaleTarget(t, s.ns, "web", tc.before, 2)
+			endpoints := watchEndpoints(t, s.ns, "web")
+			endpoints.waitReady(t, "2 endpoints", func(pods []string) bool { return len(pods) == 2 })
+			mark := endpoints.mark()
+
+			t.Log("revision 2 goes out; mid-rollout the load triples and the HPA scales 2 -> 6")
+			s.repo.commit("web v2", files("v2"))
+			waitForDeployment(t, s.ns, tc.before, "revision 2 under way", func(d *appsv1.Deployment) bool {
+				// Blue-green may be Paused already, waiting for promote.
+				return phaseIs(2, "Progressing")(d) || phaseIs(2, "Paused")(d)
+			})
+			adapter.setLoad(t, s.ns, "web", 600)
+			waitForScaleTarget(t, s.ns, "web", tc.before, 6)
+			if tc.name == "blue-green" {
+				waitForDeployment(t, s.ns, tc.after, "6 of revision 2 ready on green, waiting for promote", func(d *appsv1.Deployment) bool {
+					return d.Status.AvailableReplicas == 6 && *d.Spec.Replicas == 6
+				})
+				command(t, s.ns, tc.before, "promote")
+			}
+			d := waitForDeployment(t, s.ns, tc.after, "revision 2 Healthy at 6", func(d *appsv1.Deployment) bool {
+				return phaseIs(2, "Healthy")(d) && *d.Spec.Replicas == 6 && d.Status.AvailableReplicas == 6
+			})
+			checkMinReady(t, endpoints, mark, 2)
+			endpoints.waitReady(t, "6 endpoints of revision 2", func(pods []string) bool { return len(pods) == 6 && len(withPrefix(pods, tc.after+"-")) == 6 })
+			waitForScaleTarget(t, s.ns, "web", tc.after, 6)
+			checkPods(t, s.ns, "app=web", 6, "registry.example/web:v2")
+			if got := fewestSince(endpoints, sixAt(endpoints, mark)); got < tc.promise {
+				t.Errorf("the Service had %d ready endpoints after it reached 6, want never fewer than %d", got, tc.promise)
+			}
+
+			t.Log("three polls after the HPA scaled write nothing")
+			generations := deploymentGenerations(t, s.ns)
+			checkResyncQuiet(t, s, daemon)
+			if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
+				t.Errorf("Deployment generations moved during three quiet polls: %v, then %v", generations, after)
+			}
+			if *d.Spec.Replicas != 6 {
+				t.Errorf("%s asks for %d replicas, want the HPA's 6", tc.after, *d.Spec.Replicas)
+			}
+		})
+	}
+}
+
+// waitForScaleTarget waits until HPA ns/name targets Deployment target and
+// both agree on replicas.
+func waitForScaleTarget(t *testing.T, ns, name, target string, replicas int32) {
+	t.Helper()
+	var last string
+	waitFor(t, fmt.Sprintf("HPA %s to scale %s to %d", name, target, replicas), func(ctx context.Context) (bool, error) {
+		hpa, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		d := getDeployment(t, ns, target)
+		active := hpaCondition(hpa, autoscalingv2.ScalingActive)
+		now := fmt.Sprintf("target %s, desiredReplicas %d, ScalingActive %s", hpa.Spec.ScaleTargetRef.Name, hpa.Status.DesiredReplicas, active.Status)
+		if d != nil {
+			now += fmt.Sprintf(", %s spec.replicas %d", target, *d.Spec.Replicas)
+		}
+		if now != last {
+			t.Logf("HPA %s: %s", name, now)
+			last = now
+		}
+		return hpa.Spec.ScaleTargetRef.Name == target && active.Status == corev1.ConditionTrue &&
+			hpa.Status.DesiredReplicas == replicas && d != nil && *d.Spec.Replicas == replicas, nil
+	})
+}
+
+// deploymentGenerations returns the generation of every Deployment of ns: a
+// write of its spec or annotations moves it.
+func deploymentGenerations(t *testing.T, ns string) map[string]int64 {
+	t.Helper()
+	list, err := suite.client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, d := range list.Items {
+		out[d.Name] = d.Generation
+	}
+	return out
+}
+
+// sixAt returns the mark of the first state since mark with 6 ready
+// endpoints.
+func sixAt(w *endpointWatch, mark int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := mark; i < len(w.states); i++ {
+		if len(w.states[i].pods) >= 6 {
+			return i + 1
+		}
+	}
+	return len(w.states)
+}
+
+// fewestSince is the fewest ready endpoints in any state since mark.
+func fewestSince(w *endpointWatch, mark int) int {
+	got, _ := w.minReadySince(mark)
+	return got
+}
