@@ -31,10 +31,29 @@ type intents struct {
 	// waiting are the hand-offs waiting for a workload's next reconcile
 	// (once mode).
 	waiting map[string][]chan error
+	// leaving are the workloads whose Deployment left Git and is being
+	// removed (see Controller.RemoveWorkload): not reconciled, so that
+	// nothing undoes the removal, until Git hands them over again.
+	leaving map[string]bool
 }
 
 func newIntents() *intents {
-	return &intents{byKey: map[string]intent{}, waiting: map[string][]chan error{}}
+	return &intents{byKey: map[string]intent{}, waiting: map[string][]chan error{}, leaving: map[string]bool{}}
+}
+
+// leave marks the workload of key as leaving Git.
+func (i *intents) leave(key string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.leaving[key] = true
+	delete(i.byKey, key)
+}
+
+// isLeaving reports whether the workload of key is leaving Git.
+func (i *intents) isLeaving(key string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.leaving[key]
 }
 
 // get returns the intent of key.
@@ -62,6 +81,7 @@ func (i *intents) keys() []string {
 func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	delete(i.leaving, key)
 	if in, ok := i.byKey[key]; ok && in.refused == nil && in.git != nil && equality.Semantic.DeepEqual(in.git, git) {
 		return false
 	}

@@ -19,6 +19,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // not a key this controller made; nothing to retry
 	}
+	if c.intents.isLeaving(key) {
+		return nil // its Deployment left Git; RemoveWorkload retires it
+	}
 	in, _ := c.intents.get(key)
 	var gitAnnotations map[string]string
 	if in.git != nil {

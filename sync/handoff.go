@@ -152,3 +152,21 @@ func isDeployment(it *apply.Item) bool {
 	gvk := it.Object.Obj.GroupVersionKind()
 	return gvk.Group == "apps" && gvk.Kind == "Deployment"
 }
+
+// removeWorkloads tells the rollout controller of every Deployment about to
+// be pruned, so that it retires what the workload runs under other names
+// before the Deployment goes (see DeploymentSink.RemoveWorkload).
+func (s *Syncer) removeWorkloads(ctx context.Context, prune []inventory.Entry) error {
+	if s.cfg.Deployments == nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range prune {
+		if ref := e.Key(); ref.Group == "apps" && ref.Kind == "Deployment" {
+			if err := s.cfg.Deployments.RemoveWorkload(ctx, ref.Namespace, ref.Name); err != nil {
+				errs = append(errs, fmt.Errorf("remove workload %s/%s: %w", ref.Namespace, ref.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

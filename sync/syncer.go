@@ -75,11 +75,17 @@ type Source interface {
 // ScaleTarget names the live Deployment that a HorizontalPodAutoscaler of
 // Git Deployment name (a blue-green workload) scales: the active color, or
 // name itself while no color serves.
+//
+// RemoveWorkload is told of every Deployment the sync is about to prune,
+// before it is deleted: the sink retires what it runs for that workload
+// under other names (blue-green colors, the canary Deployment, its keys in
+// Service selectors).
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 	ServingDeployment(ctx context.Context, desired *appsv1.Deployment) (*appsv1.Deployment, error)
 	ScaleTarget(ctx context.Context, namespace, name string) (string, error)
+	RemoveWorkload(ctx context.Context, namespace, name string) error
 }
 
 // Config wires a Syncer.
@@ -431,6 +437,9 @@ func (s *Syncer) prune(ctx context.Context, plan *apply.Plan, rec *inventory.Rec
 	}
 	if len(plan.Prune) == 0 {
 		return apply.PruneResult{}, nil
+	}
+	if err := s.removeWorkloads(ctx, plan.Prune); err != nil {
+		return apply.PruneResult{}, err
 	}
 	pruned, err := s.cfg.Applier.Prune(ctx, plan.Prune)
 	for _, ref := range append(pruned.Deleted, pruned.Kept...) {

@@ -1,0 +1,70 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+)
+
+// TestRemovedWorkloadTakesItsObjects removes a canary and a blue-green
+// workload from Git while their Service stays, now backed by a plain
+// Deployment web-plain with the same app label (added a commit before, and
+// not selected while the strategy's key is in the selector): every
+// Deployment of the workload is pruned (both colors, the canary), the
+// Service's selector loses plimsoll's keys, and the Service never has fewer
+// than 4 ready endpoints, which holds only if the keys went before the
+// workload's pods: until then only they are selected.
+func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name, annotations string
+		deployments       []string // what the workload runs once revision 2 is Healthy
+		first, second     string   // the Deployments that serve revisions 1 and 2
+	}{
+		{"canary", adoptCanary, []string{"web", "web-canary"}, "web", "web"},
+		{"blue-green", adoptBlueGreen, []string{"web-blue", "web-green"}, "web-blue", "web-green"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSyncTarget(t)
+			s.repo.commit("web v1", switchedExample(t, "v1", tc.annotations))
+			startDaemon(t, s, "--interval", "1s")
+			waitForDeployment(t, s.ns, tc.first, "revision 1 Healthy", phaseIs(1, "Healthy"))
+			v2 := switchedExample(t, "v2", tc.annotations)
+			s.repo.commit("web v2", v2)
+			waitForDeployment(t, s.ns, tc.second, "revision 2 Healthy", phaseIs(2, "Healthy"))
+			for _, name := range tc.deployments {
+				if getDeployment(t, s.ns, name) == nil {
+					t.Fatalf("Deployment %s does not run after revision 2", name)
+				}
+			}
+
+			t.Log("web-plain joins, outside the Service while the strategy's key selects")
+			plain := strings.Replace(example(t, "rolling")["deployment.yaml"], "  name: web\n  labels:", "  name: web-plain\n  labels:", 1)
+			withPlain := maps.Clone(v2)
+			withPlain["plain.yaml"] = strings.ReplaceAll(plain, "registry.example/web:v1", "registry.example/plain:v1")
+			s.repo.commit("web-plain", withPlain)
+			waitForDeployment(t, s.ns, "web-plain", "revision 1 Healthy", phaseIs(1, "Healthy"))
+			endpoints := watchEndpoints(t, s.ns, "web")
+			endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 && len(withPrefix(pods, "web-plain-")) == 0 })
+			mark := endpoints.mark()
+
+			t.Log("the workload leaves Git; its Service stays")
+			s.repo.commit("web leaves", map[string]string{"deployment.yaml": ""})
+			waitFor(t, "every Deployment of web to be deleted", func(context.Context) (bool, error) {
+				for _, name := range append([]string{"web"}, tc.deployments...) {
+					if getDeployment(t, s.ns, name) != nil {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if sel := selector(t, s.ns, "web"); sel["plimsoll.dev/color"] != "" || sel["plimsoll.dev/serving"] != "" || sel["app"] != "web" {
+				t.Errorf("Service web selects %v, want app=web without plimsoll's keys", sel)
+			}
+			endpoints.waitReady(t, "4 endpoints of web-plain", func(pods []string) bool { return len(pods) == 4 && len(withPrefix(pods, "web-plain-")) == 4 })
+			checkMinReady(t, endpoints, mark, 4)
+		})
+	}
+}
