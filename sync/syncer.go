@@ -278,7 +278,11 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Sta
 
 	snap, err := s.cfg.Source.Snapshot(ctx, head)
 	if err != nil {
-		return s.failed(ctx, fetched, head, "read commit", err), outcomeFailed, err
+		step := "read commit"
+		if errors.Is(err, source.ErrUnverified) {
+			step = "signature check"
+		}
+		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
 	}
 	objs, err := s.render(snap, len(rec.Inventory))
 	if err != nil {

@@ -55,11 +55,12 @@ type sourceOptions struct {
 	gitTimeout         time.Duration
 	logFormat          string
 
-	gitUsername                       string
-	gitPasswordFile, gitPasswordEnv   string
-	gitTokenFile, gitTokenEnv         string
-	sshKeyFile, sshKnownHostsFile     string
-	sshKeyPassphraseFile, verifyKeyFn string
+	gitUsername                     string
+	gitPasswordFile, gitPasswordEnv string
+	gitTokenFile, gitTokenEnv       string
+	sshKeyFile, sshKnownHostsFile   string
+	sshKeyPassphraseFile            string
+	verifyKeyFile, verifySSHKeyFile string
 
 	prometheusURL, prometheusTokenFile string
 }
@@ -89,7 +90,8 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "SSH private key file")
 	fs.StringVar(&o.sshKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
 	fs.StringVar(&o.sshKnownHostsFile, "ssh-known-hosts-file", "", "known_hosts file; required with SSH")
-	fs.StringVar(&o.verifyKeyFn, "verify-key", "", "armored OpenPGP keyring: apply only commits signed by one of its keys")
+	fs.StringVar(&o.verifyKeyFile, "verify-key", "", "armored OpenPGP public keys: apply only commits signed by one of them (with --verify-ssh-key, by a key of either)")
+	fs.StringVar(&o.verifySSHKeyFile, "verify-ssh-key", "", "allowed_signers file (the format of ssh-keygen -Y verify and git's gpg.ssh.allowedSignersFile): apply only commits SSH-signed by one of its keys (with --verify-key, by a key of either)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus the analyses' prometheus metrics query (e.g. http://prometheus.monitoring:9090)")
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
 }
@@ -215,14 +217,32 @@ func (o *sourceOptions) sourceConfig() (source.Config, error) {
 			return source.Config{}, fmt.Errorf("read %s: %w", f.flag, err)
 		}
 	}
-	if o.verifyKeyFn != "" {
-		key, err := os.ReadFile(o.verifyKeyFn)
-		if err != nil {
-			return source.Config{}, fmt.Errorf("read --verify-key: %w", err)
+	if o.verifyKeyFile != "" {
+		if cfg.Keyring, err = readKeys("--verify-key", o.verifyKeyFile, source.ReadKeyring); err != nil {
+			return source.Config{}, err
 		}
-		cfg.VerifyKeyring = string(key)
+	}
+	if o.verifySSHKeyFile != "" {
+		if cfg.AllowedSigners, err = readKeys("--verify-ssh-key", o.verifySSHKeyFile, source.ReadAllowedSigners); err != nil {
+			return source.Config{}, err
+		}
 	}
 	return cfg, nil
+}
+
+// readKeys reads the verification keys in the file flag names, with
+// parse; an error names the flag and the file.
+func readKeys[K any](flag, file string, parse func([]byte) (K, error)) (K, error) {
+	var none K
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return none, fmt.Errorf("read %s: %w", flag, err)
+	}
+	keys, err := parse(text)
+	if err != nil {
+		return none, fmt.Errorf("read %s %s: %w", flag, file, err)
+	}
+	return keys, nil
 }
 
 // windows parses the --window flags.

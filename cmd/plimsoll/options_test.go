@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -90,6 +91,75 @@ func TestParseWatchNamespaces(t *testing.T) {
 			}
 			if err != nil || strings.Join(got, " ") != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSourceConfigReadsVerificationKeys: --verify-key and --verify-ssh-key
+// are read at startup, and an unreadable or malformed file is an error
+// naming the flag and the file.
+func TestSourceConfigReadsVerificationKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const keyring, signers = "testdata/keys.asc", "testdata/allowed_signers"
+	raw, err := os.ReadFile(signers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`ssh-ed25519 \S+`).FindString(string(raw))
+	missing := filepath.Join(dir, "nope")
+	notArmored := write("key.gpg", "mQINBGX...")
+	badSigners := write("bad_signers", "# team\nalice@example.com cert-authority "+key+"\n")
+	pasted := write("authorized_keys", key+" alice@laptop\n")
+	empty := write("empty_signers", "# nobody yet\n")
+
+	for _, tc := range []struct {
+		name             string
+		opts             sourceOptions
+		wantPGP, wantSSH bool
+		wantErr          string
+	}{
+		{name: "OpenPGP keys", opts: sourceOptions{repo: "x", verifyKeyFile: keyring}, wantPGP: true},
+		{name: "allowed signers", opts: sourceOptions{repo: "x", verifySSHKeyFile: signers}, wantSSH: true},
+		{name: "both", opts: sourceOptions{repo: "x", verifyKeyFile: keyring, verifySSHKeyFile: signers}, wantPGP: true, wantSSH: true},
+		{name: "neither", opts: sourceOptions{repo: "x"}},
+		{name: "missing OpenPGP file", opts: sourceOptions{repo: "x", verifyKeyFile: missing},
+			wantErr: "read --verify-key: open " + missing + ": no such file or directory"},
+		{name: "missing allowed signers", opts: sourceOptions{repo: "x", verifySSHKeyFile: missing},
+			wantErr: "read --verify-ssh-key: open " + missing + ": no such file or directory"},
+		{name: "OpenPGP key not armored", opts: sourceOptions{repo: "x", verifyKeyFile: notArmored},
+			wantErr: "read --verify-key " + notArmored + ": no armored OpenPGP public key in it"},
+		{name: "allowed signers given as OpenPGP keys", opts: sourceOptions{repo: "x", verifyKeyFile: signers},
+			wantErr: "read --verify-key " + signers + ": no armored OpenPGP public key in it"},
+		{name: "allowed signers with an option it cannot honour", opts: sourceOptions{repo: "x", verifySSHKeyFile: badSigners},
+			wantErr: "read --verify-ssh-key " + badSigners + ": line 2: option cert-authority: signatures made with SSH certificates are not supported; list the signers' own keys"},
+		{name: "authorized_keys given as allowed signers", opts: sourceOptions{repo: "x", verifySSHKeyFile: pasted},
+			wantErr: "read --verify-ssh-key " + pasted + ": line 1: the line starts with a key: put the signer's principals (such as an email address) before it"},
+		{name: "OpenPGP keys given as allowed signers", opts: sourceOptions{repo: "x", verifySSHKeyFile: keyring},
+			wantErr: "read --verify-ssh-key " + keyring + `: line 1: "PGP" is not an SSH key type`},
+		{name: "allowed signers without a signer", opts: sourceOptions{repo: "x", verifySSHKeyFile: empty},
+			wantErr: "read --verify-ssh-key " + empty + ": no allowed signer in it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := tc.opts.sourceConfig()
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("sourceConfig() error = %v\nwant %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("sourceConfig(): %v", err)
+			}
+			if (cfg.Keyring != nil) != tc.wantPGP || (cfg.AllowedSigners != nil) != tc.wantSSH {
+				t.Fatalf("keyring set %v, allowed signers set %v; want %v and %v", cfg.Keyring != nil, cfg.AllowedSigners != nil, tc.wantPGP, tc.wantSSH)
 			}
 		})
 	}

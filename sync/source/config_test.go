@@ -14,6 +14,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	lockedKey := newSSHKey(t, "right passphrase")
 	hosts := knownHostsLine("example.com:22", hostKey.signer.PublicKey())
 	_, armoredKey := newPGPKey(t, "signer")
+	_, signersLine := newAllowedSigner(t, "signer@example.com", "")
 
 	for _, tc := range []struct {
 		name string
@@ -83,7 +84,6 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{name: "no clone directory", cfg: Config{URL: "file:///srv/repo.git"}, want: "directory for the local clone is not set"},
 		{name: "negative timeout", cfg: Config{URL: "file:///srv/repo.git", Timeout: -1}, want: "timeout -1ns is negative"},
 		{name: "negative file limit", cfg: Config{URL: "file:///srv/repo.git", MaxFileBytes: -1}, want: "maximum file size -1 is negative"},
-		{name: "unreadable keyring", cfg: Config{URL: "file:///srv/repo.git", VerifyKeyring: "not a key"}, want: "read verification keyring: openpgp: invalid argument: no armored data found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(tc.cfg)
@@ -99,11 +99,12 @@ func TestNewRefusesBadConfig(t *testing.T) {
 
 	t.Run("good config", func(t *testing.T) {
 		_, err := New(Config{
-			URL:           "ssh://git@example.com/repo.git",
-			Branch:        "refs/heads/release",
-			Dir:           filepath.Join(t.TempDir(), "clone"),
-			Auth:          Auth{SSHKey: lockedKey.pem, SSHKeyPassphrase: "right passphrase", KnownHosts: hosts},
-			VerifyKeyring: armoredKey,
+			URL:            "ssh://git@example.com/repo.git",
+			Branch:         "refs/heads/release",
+			Dir:            filepath.Join(t.TempDir(), "clone"),
+			Auth:           Auth{SSHKey: lockedKey.pem, SSHKeyPassphrase: "right passphrase", KnownHosts: hosts},
+			Keyring:        readKeyring(t, armoredKey),
+			AllowedSigners: readSigners(t, signersLine),
 		})
 		if err != nil {
 			t.Fatalf("New: %v", err)

@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/hiddeco/sshsig"
+	"golang.org/x/crypto/ssh"
 )
 
 // testTimeout bounds every call in tests that do not test timeouts.
@@ -73,8 +75,8 @@ func newWorkClone(t *testing.T, remoteDir string) *workClone {
 }
 
 // commit writes files (path -> content; "" deletes the path), commits them
-// with message, signed by key when key is not nil, and returns the hash.
-func (w *workClone) commit(message string, files map[string]string, key *openpgp.Entity) string {
+// with message, signed by signer when it is not nil, and returns the hash.
+func (w *workClone) commit(message string, files map[string]string, signer git.Signer) string {
 	w.t.Helper()
 	wt, err := w.repo.Worktree()
 	if err != nil {
@@ -101,7 +103,7 @@ func (w *workClone) commit(message string, files map[string]string, key *openpgp
 	h, err := wt.Commit(message, &git.CommitOptions{
 		Author:            &testSignature,
 		Committer:         &testSignature,
-		SignKey:           key,
+		Signer:            signer,
 		AllowEmptyCommits: true,
 	})
 	if err != nil {
@@ -305,6 +307,74 @@ func newPGPKey(t *testing.T, name string) (*openpgp.Entity, string) {
 		t.Fatalf("close armor: %v", err)
 	}
 	return e, buf.String()
+}
+
+// pgpSigner signs commits with an OpenPGP key, as git does with
+// gpg.format openpgp.
+type pgpSigner struct{ key *openpgp.Entity }
+
+func (s pgpSigner) Sign(message io.Reader) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&buf, s.key, message, nil); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sshSigner signs commits with an SSH key, as git does with gpg.format
+// ssh (ssh-keygen -Y sign -n git), in namespace and with hash.
+type sshSigner struct {
+	key       ssh.Signer
+	namespace string
+	hash      sshsig.HashAlgorithm
+}
+
+// gitSSHSigner signs as git does: namespace git, SHA-512 (ssh-keygen's
+// default).
+func gitSSHSigner(key ssh.Signer) sshSigner {
+	return sshSigner{key: key, namespace: "git", hash: sshsig.HashSHA512}
+}
+
+func (s sshSigner) Sign(message io.Reader) ([]byte, error) {
+	sig, err := sshsig.Sign(message, s.key, s.hash, s.namespace)
+	if err != nil {
+		return nil, err
+	}
+	return sshsig.Armor(sig), nil
+}
+
+// newAllowedSigner makes a fresh SSH key and the allowed_signers line
+// that lists it for principal, with options when not empty.
+func newAllowedSigner(t *testing.T, principal, options string) (ssh.Signer, string) {
+	t.Helper()
+	signer := newSSHKey(t, "").signer
+	line := principal + " "
+	if options != "" {
+		line += options + " "
+	}
+	return signer, line + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " " + principal + "'s key\n"
+}
+
+// readSigners parses an allowed_signers text, failing the test on error.
+func readSigners(t *testing.T, text string) *AllowedSigners {
+	t.Helper()
+	return mustRead(t, ReadAllowedSigners, text)
+}
+
+// readKeyring parses armored OpenPGP keys, failing the test on error.
+func readKeyring(t *testing.T, text string) *Keyring {
+	t.Helper()
+	return mustRead(t, ReadKeyring, text)
+}
+
+// mustRead reads keys from text with read, failing the test on error.
+func mustRead[K any](t *testing.T, read func([]byte) (K, error), text string) K {
+	t.Helper()
+	keys, err := read([]byte(text))
+	if err != nil {
+		t.Fatalf("read keys: %v", err)
+	}
+	return keys
 }
 
 // silentServer accepts TCP connections and never answers, like a server

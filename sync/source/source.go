@@ -42,8 +42,27 @@ const (
 	maxSymlinkTarget = 4096
 	// redactedText replaces a secret found in an error's text.
 	redactedText = "[redacted]"
+	// shortHash is how many hex digits of a commit's name its errors show.
+	shortHash = 7
+
 	// armorBegin starts every armored OpenPGP block.
 	armorBegin = "-----BEGIN PGP "
+	// signatureHeader is the commit header git keeps a signature in, with
+	// its continuation lines indented by one space.
+	signatureHeader = "gpgsig"
+	// pgpSignatureBegin and sshSignatureBegin start the two kinds of
+	// signature git makes (gpg.format openpgp and ssh).
+	pgpSignatureBegin = "-----BEGIN PGP SIGNATURE-----"
+	sshSignatureBegin = "-----BEGIN SSH SIGNATURE-----"
+	// sshNamespace is the namespace git signs commits in
+	// (ssh-keygen -Y sign -n git); a signature made for another use, such
+	// as a signed file, is not a commit signature.
+	sshNamespace = "git"
+	// Options of an allowed_signers line (ssh-keygen(1)).
+	optionCertAuthority = "cert-authority"
+	optionNamespaces    = "namespaces"
+	optionValidAfter    = "valid-after"
+	optionValidBefore   = "valid-before"
 
 	// Transport kinds a repository URL may name.
 	kindFile  = "file"
@@ -57,9 +76,9 @@ var (
 	// ErrBranchNotFound means the followed branch does not exist on the
 	// remote (it was deleted, or the repository is empty).
 	ErrBranchNotFound = errors.New("branch not found")
-	// ErrUnverified means a commit lacks a valid signature from the
-	// configured keyring: it is unsigned, signed by another key, or the
-	// signature does not match the commit.
+	// ErrUnverified means a commit lacks a valid signature by a configured
+	// key: it is unsigned, signed by another key, or the signature does not
+	// match the commit. The error's text is the reason, naming the commit.
 	ErrUnverified = errors.New("commit signature not verified")
 	// ErrTimeout means a call to the Git server got no complete answer
 	// within Config.Timeout (an unreachable-but-silent or hanging server),
@@ -83,10 +102,12 @@ type Config struct {
 	// Dir holds the local bare clone; it is created if missing. One
 	// Repository uses it at a time.
 	Dir string
-	// VerifyKeyring, when set, holds armored OpenPGP public keys (one
-	// block or several concatenated): a commit is then only given out by
-	// Snapshot if it carries a valid signature by one of them.
-	VerifyKeyring string
+	// Keyring, when set, holds OpenPGP public keys (see ReadKeyring), and
+	// AllowedSigners SSH ones (see ReadAllowedSigners). With either, a
+	// commit is only given out by Snapshot if it carries a valid signature
+	// by one of their keys; with both, by a key of either kind.
+	Keyring        *Keyring
+	AllowedSigners *AllowedSigners
 	// MaxFileBytes is the largest file the snapshot FS returns; default
 	// 4 MiB.
 	MaxFileBytes int64
@@ -130,7 +151,7 @@ type Repository struct {
 	branch plumbing.ReferenceName
 	remote upstream
 	clone
-	keyring  string
+	verify   verifier
 	timeout  time.Duration
 	maxBytes int64
 	secrets  []string
@@ -143,7 +164,7 @@ type Repository struct {
 // does not contact the server. Every problem a configuration can have is
 // reported here: a bad URL or branch, credentials in the URL, credentials
 // that do not fit the URL's transport, SSH without known_hosts, an
-// unreadable key or keyring.
+// unreadable key.
 func New(cfg Config) (*Repository, error) {
 	r, err := newRepository(cfg)
 	if err != nil {
@@ -179,12 +200,6 @@ func newRepository(cfg Config) (*Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keyring string
-	if cfg.VerifyKeyring != "" {
-		if keyring, err = readKeyring(cfg.VerifyKeyring); err != nil {
-			return nil, err
-		}
-	}
 	if cfg.Dir == "" {
 		return nil, errors.New("directory for the local clone is not set")
 	}
@@ -197,7 +212,7 @@ func newRepository(cfg Config) (*Repository, error) {
 		branch:   branch,
 		remote:   newUpstream(u, auth),
 		clone:    c,
-		keyring:  keyring,
+		verify:   verifier{keyring: cfg.Keyring, signers: cfg.AllowedSigners},
 		timeout:  timeout,
 		maxBytes: maxBytes,
 		secrets:  cfg.Auth.secrets(),
@@ -263,9 +278,9 @@ func (r *Repository) Fetch(ctx context.Context, hash string) error {
 }
 
 // Snapshot returns commit hash, which must be in the local clone (see
-// Fetch), with its tree as a read-only FS. When a keyring is configured,
-// a commit without a valid signature from it gives ErrUnverified and no
-// FS.
+// Fetch), with its tree as a read-only FS. When keys are configured, a
+// commit without a valid signature by one of them gives an error wrapping
+// ErrUnverified, and no FS.
 func (r *Repository) Snapshot(ctx context.Context, hash string) (*Snapshot, error) {
 	h, err := parseHash(hash)
 	if err != nil {
@@ -283,9 +298,9 @@ func (r *Repository) Snapshot(ctx context.Context, hash string) (*Snapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", h, err)
 	}
-	if r.keyring != "" {
-		if err := verifyCommit(c, r.keyring); err != nil {
-			return nil, fmt.Errorf("verify commit %s: %w", h, err)
+	if r.verify.enabled() {
+		if err := r.verify.commit(r.storage, c); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := object.GetTree(r.storage, c.TreeHash); err != nil {

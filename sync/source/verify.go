@@ -2,62 +2,121 @@ package source
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"strings"
+	"io"
+	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// readKeyring reads armored OpenPGP keys, in one block or in several
-// concatenated ones (as "cat *.asc" gives), and returns their public parts
-// as a single armored keyring.
-func readKeyring(text string) (string, error) {
-	var keys openpgp.EntityList
-	blocks := strings.Split(text, armorBegin)
-	for _, block := range blocks[1:] {
-		list, err := openpgp.ReadArmoredKeyRing(strings.NewReader(armorBegin + block))
-		if err != nil {
-			return "", fmt.Errorf("read verification keyring: %w", err)
-		}
-		keys = append(keys, list...)
-	}
-	if len(blocks) == 1 {
-		// No block at all: let the reader say so in its own words.
-		if _, err := openpgp.ReadArmoredKeyRing(strings.NewReader(text)); err != nil {
-			return "", fmt.Errorf("read verification keyring: %w", err)
-		}
-	}
-	if len(keys) == 0 {
-		return "", errors.New("read verification keyring: it holds no keys")
-	}
-
-	var buf bytes.Buffer
-	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
-	if err != nil {
-		return "", fmt.Errorf("write verification keyring: %w", err)
-	}
-	for _, k := range keys {
-		if err := k.Serialize(w); err != nil {
-			return "", fmt.Errorf("write verification keyring: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return "", fmt.Errorf("write verification keyring: %w", err)
-	}
-	return buf.String(), nil
+// verifier checks commit signatures against the configured keys: OpenPGP
+// ones, SSH ones, or both. A commit carries one signature, so it passes
+// when that signature is valid and made by a key of its own kind.
+type verifier struct {
+	keyring *Keyring
+	signers *AllowedSigners
 }
 
-// verifyCommit checks that c carries a valid OpenPGP signature made by a
-// key of the armored keyring. Any failure wraps ErrUnverified.
-func verifyCommit(c *object.Commit, keyring string) error {
-	if strings.TrimSpace(c.PGPSignature) == "" {
-		return fmt.Errorf("%w: the commit is not signed", ErrUnverified)
+// enabled reports whether any key is configured, that is whether every
+// commit must be signed.
+func (v verifier) enabled() bool { return v.keyring != nil || v.signers != nil }
+
+// commit checks the signature of c, read from st. A refusal wraps
+// ErrUnverified and names the commit by its short hash and the reason.
+func (v verifier) commit(st storer.EncodedObjectStorer, c *object.Commit) error {
+	raw, err := rawCommit(st, c.Hash)
+	if err != nil {
+		return fmt.Errorf("read commit %s: %w", c.Hash, err)
 	}
-	if _, err := c.Verify(keyring); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnverified, err)
+	return v.check(c.Hash.String()[:shortHash], raw, c.Committer.When)
+}
+
+// check verifies the raw commit object named short, committed at
+// committed: the time git checks an SSH key's validity window at.
+func (v verifier) check(short string, raw []byte, committed time.Time) error {
+	payload, signature := splitSigned(raw)
+	signature = bytes.TrimSpace(signature)
+	switch {
+	case len(signature) == 0:
+		return unverified("commit %s is not signed", short)
+	case bytes.HasPrefix(signature, []byte(sshSignatureBegin)):
+		if v.signers == nil {
+			return unverified("commit %s has an SSH signature, but only OpenPGP keys are trusted", short)
+		}
+		if err := v.signers.verify(payload, signature, committed); err != nil {
+			return unverified("commit %s: %w", short, err)
+		}
+	case bytes.HasPrefix(signature, []byte(pgpSignatureBegin)):
+		if v.keyring == nil {
+			return unverified("commit %s has an OpenPGP signature, but only SSH keys are trusted", short)
+		}
+		if err := v.keyring.verify(payload, signature); err != nil {
+			return unverified("commit %s: %w", short, err)
+		}
+	default:
+		return unverified("commit %s has a signature that is neither OpenPGP nor SSH", short)
 	}
 	return nil
 }
+
+// rawCommit reads commit h's object as stored: the bytes its signature
+// was made over, before any decoding.
+func rawCommit(st storer.EncodedObjectStorer, h plumbing.Hash) ([]byte, error) {
+	obj, err := st.EncodedObject(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+// splitSigned separates a raw commit object into the payload its
+// signature covers and the signature, as git does to verify one
+// (parse_signed_commit): the payload is the object without its gpgsig
+// header, and the signature is that header's value with the one-space
+// indent of its continuation lines removed. Headers end at the first
+// empty line; the message after it is payload, whatever it holds.
+func splitSigned(raw []byte) (payload, signature []byte) {
+	payload = make([]byte, 0, len(raw))
+	prefix := []byte(signatureHeader + " ")
+	inSignature := false
+	for rest := raw; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		switch {
+		case line[0] == '\n':
+			return append(append(payload, line...), rest...), signature
+		case inSignature && line[0] == ' ':
+			signature = append(signature, line[1:]...)
+			continue
+		case bytes.HasPrefix(line, prefix):
+			signature = append(signature, line[len(prefix):]...)
+			inSignature = true
+			continue
+		}
+		inSignature = false
+		payload = append(payload, line...)
+	}
+	return payload, signature
+}
+
+// unverifiedError is a commit refused by signature verification. Its text
+// is the reason alone; errors.Is(err, ErrUnverified) holds.
+type unverifiedError struct{ err error }
+
+func unverified(format string, args ...any) error {
+	return &unverifiedError{err: fmt.Errorf(format, args...)}
+}
+
+func (e *unverifiedError) Error() string        { return e.err.Error() }
+func (e *unverifiedError) Unwrap() error        { return e.err }
+func (e *unverifiedError) Is(target error) bool { return target == ErrUnverified }

@@ -42,8 +42,18 @@ type object struct {
 					RunAsNonRoot bool `json:"runAsNonRoot"`
 					RunAsUser    int  `json:"runAsUser"`
 				} `json:"securityContext"`
+				Volumes []struct {
+					Name      string `json:"name"`
+					ConfigMap *struct {
+						Name string `json:"name"`
+					} `json:"configMap"`
+					Secret *struct {
+						SecretName string `json:"secretName"`
+					} `json:"secret"`
+				} `json:"volumes"`
 				Containers []struct {
-					Args            []string `json:"args"`
+					Args            []string      `json:"args"`
+					VolumeMounts    []volumeMount `json:"volumeMounts"`
 					SecurityContext struct {
 						AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
 						ReadOnlyRootFilesystem   bool  `json:"readOnlyRootFilesystem"`
@@ -61,6 +71,13 @@ type object struct {
 			} `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
+}
+
+// volumeMount is a rendered container's volume mount.
+type volumeMount struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly"`
 }
 
 // root is the repository's root.
@@ -134,9 +151,11 @@ func deployment(t *testing.T, objs []object) object {
 	return object{}
 }
 
-// TestChartLint runs helm lint for the default values and namespaced mode.
+// TestChartLint runs helm lint for the default values, namespaced mode and
+// verification keys.
 func TestChartLint(t *testing.T) {
-	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"}} {
+	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"},
+		{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"}} {
 		args := []string{"lint", "charts/plimsoll", "--strict", "--set", "repo.url=" + repoURL}
 		for _, s := range sets {
 			args = append(args, "--set", s)
@@ -197,6 +216,56 @@ func TestChartOptions(t *testing.T) {
 	}
 }
 
+// TestChartVerification: the verification keys come from a ConfigMap or a
+// Secret, mounted read-only, and each key named becomes its flag; without
+// verify values, no flag and no volume.
+func TestChartVerification(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sets  []string
+		flags []string
+		// source is "configMap <name>" or "secret <name>"; "" for no volume.
+		source string
+	}{
+		{name: "both kinds from a ConfigMap", sets: []string{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"},
+			flags: []string{"--verify-key=/etc/plimsoll/verify/keys.asc", "--verify-ssh-key=/etc/plimsoll/verify/allowed_signers"}, source: "configMap signers"},
+		{name: "SSH keys from a Secret", sets: []string{"verify.secret=signers", "verify.allowedSignersKey=allowed_signers"},
+			flags: []string{"--verify-ssh-key=/etc/plimsoll/verify/allowed_signers"}, source: "secret signers"},
+		{name: "no verification"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := deployment(t, render(t, tc.sets...)).Spec.Template.Spec
+			c := spec.Containers[0]
+			var flags []string
+			for _, a := range c.Args {
+				if strings.HasPrefix(a, "--verify") {
+					flags = append(flags, a)
+				}
+			}
+			if !slices.Equal(flags, tc.flags) {
+				t.Errorf("verification flags %q, want %q", flags, tc.flags)
+			}
+			var source string
+			for _, v := range spec.Volumes {
+				switch {
+				case v.Name != "verify":
+				case v.ConfigMap != nil:
+					source = "configMap " + v.ConfigMap.Name
+				case v.Secret != nil:
+					source = "secret " + v.Secret.SecretName
+				}
+			}
+			if source != tc.source {
+				t.Errorf("verify volume from %q, want %q", source, tc.source)
+			}
+			mounted := slices.Contains(c.VolumeMounts, volumeMount{Name: "verify", MountPath: "/etc/plimsoll/verify", ReadOnly: true})
+			if mounted != (tc.source != "") {
+				t.Errorf("verify volume mounted read-only at /etc/plimsoll/verify: %v, want %v", mounted, tc.source != "")
+			}
+		})
+	}
+}
+
 // TestChartNamespaced: every right in each listed namespace, its own
 // status rights in the release namespace, nothing cluster-wide, and the
 // daemon limited to the listed namespaces.
@@ -246,6 +315,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "repo.url=" + repoURL, "--set-string", "replicas=two"}, "replicas"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "interval=soon"}, "interval"},
 		{nil, "repo.url is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.secret=b", "--set", "verify.openpgpKey=k"},
+			"verify.configMap and verify.secret are both set"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey or verify.allowedSignersKey is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.allowedSignersKey=allowed_signers"}, "verify.configMap or verify.secret is required"},
 	} {
 		out, err := helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
 		if err == nil || !strings.Contains(out, tc.want) {

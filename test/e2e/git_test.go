@@ -58,9 +58,18 @@ func (r *gitRepo) write(files map[string]string) {
 // returns the new commit's hash.
 func (r *gitRepo) commit(subject string, files map[string]string) string {
 	r.t.Helper()
+	return r.commitWith(subject, files, nil)
+}
+
+// commitWith is commit with settings (-c name=value pairs, for git) and
+// extra arguments for git commit, such as -S to sign.
+func (r *gitRepo) commitWith(subject string, files map[string]string, settings []string, args ...string) string {
+	r.t.Helper()
 	r.write(files)
 	r.git(r.work, "add", "--all")
-	r.git(r.work, "-c", "user.name=e2e", "-c", "user.email=e2e@plimsoll.dev", "commit", "--quiet", "--allow-empty", "-m", subject)
+	cmd := append([]string{"-c", "user.name=e2e", "-c", "user.email=e2e@plimsoll.dev"}, settings...)
+	cmd = append(append(cmd, "commit", "--quiet", "--allow-empty", "-m", subject), args...)
+	r.git(r.work, cmd...)
 	r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+r.branch)
 	return strings.TrimSpace(r.git(r.work, "rev-parse", "HEAD"))
 }
