@@ -143,3 +143,22 @@ func (c *Controller) liveDeployment(ctx context.Context, ns, name string) (*apps
 	}
 	return c.getDeployment(ctx, ns, name)
 }
+
+// autoscaledLive reports whether an HPA scales the live Deployment named
+// live: from the caches when the controller runs, else from the API
+// server (plimsoll diff).
+func (c *Controller) autoscaledLive(ctx context.Context, ns, live string) (bool, error) {
+	if c.running() {
+		return c.autoscalerOf(ns, live) != nil, nil
+	}
+	list, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
+	}
+	for i := range list.Items {
+		if targets(&list.Items[i], live) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

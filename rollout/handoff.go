@@ -169,13 +169,25 @@ func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployme
 	if err != nil || serving == nil {
 		return nil, err
 	}
+	live, err := c.ScaleTarget(ctx, git.Namespace, git.Name)
+	if err != nil {
+		return nil, err
+	}
+	scaled, err := c.autoscaledLive(ctx, git.Namespace, live)
+	if err != nil {
+		return nil, err
+	}
+	if scaled {
+		// The HPA's count is not drift: Git's is not applied.
+		serving.Spec.Replicas = git.Spec.Replicas
+	}
 	st, err := strategies.ReadStatus(serving.Annotations)
 	switch {
 	case err != nil:
 		return nil, err
 	case st.FailedHash != "" && st.FailedHash == strategies.TemplateHash(git.Spec.Template):
 		serving.Spec.Template = *git.Spec.Template.DeepCopy()
-	case git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen:
+	case git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen && !scaled:
 		return nil, nil // its namesake, as it runs
 	}
 	return serving, nil

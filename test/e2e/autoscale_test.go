@@ -89,6 +89,11 @@ func TestAutoscaledWorkloads(t *testing.T) {
 			if *d.Spec.Replicas != 6 {
 				t.Errorf("%s asks for %d replicas, want the HPA's 6", tc.after, *d.Spec.Replicas)
 			}
+			// Git's 2 against the HPA's 6 is no drift, nor is the HPA's
+			// target on a color.
+			if out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...); code != 0 {
+				t.Errorf("plimsoll diff exited %d, want 0 (no difference):\n%s", code, out)
+			}
 		})
 	}
 }
