@@ -65,6 +65,40 @@ func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, e
 	return best
 }
 
+// PossibleRollback returns the ReplicaSet whose template an automatic
+// rollback of the rolling Deployment live would restore, were its live
+// template to fail now, or nil when no automatic rollback can restore one:
+// live is not the Deployment of a rolling workload (its plimsoll.dev/role
+// is another strategy's, or, before it has a role, its
+// plimsoll.dev/strategy names another: blue-green and canary fall back to
+// their other Deployment, not to a ReplicaSet), its phase is Healthy (a
+// revision fails only while it rolls out), its live template is not the
+// recorded revision's (plimsoll.dev/template-hash: it was restored by a
+// rollback, or kept while Git's is refused or paused, and the planner
+// rolls back only the revision's own template), auto-rollback is off, or
+// no ReplicaSet qualifies.
+//
+// The choice is the planner's (see PlanRolling, steps 1 and 7): the newest
+// ReplicaSet of live whose template is neither the live one nor the
+// recorded failed hash. Revision 4 rolling out over revision 3, with
+// ReplicaSets at revisions 1, 3 and 4: revision 3's; the same with
+// revision 3's hash recorded as failed: revision 1's; once revision 4
+// failed and revision 3's template was restored: none.
+func PossibleRollback(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	if live == nil {
+		return nil
+	}
+	a := live.Annotations
+	role, strategy := a[contract.AnnotationRole], a[contract.AnnotationStrategy]
+	rolling := role == string(RolePrimary) || (role == "" && (strategy == "" || strategy == contract.StrategyRolling))
+	current := LiveHash(live.Spec.Template)
+	if !rolling || a[contract.AnnotationPhase] == string(PhaseHealthy) || current != a[contract.AnnotationTemplateHash] ||
+		a[contract.AnnotationAutoRollback] == "false" {
+		return nil
+	}
+	return rollbackTarget(live, replicaSets, current, a[contract.AnnotationFailedHash])
+}
+
 // deploymentRevision reads deployment.kubernetes.io/revision of rs, -1
 // when it is missing or not a number.
 func deploymentRevision(rs *appsv1.ReplicaSet) int64 {
