@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +39,18 @@ const (
 	// hashBytes is the length of an object hash in bytes (80 bits: no
 	// collision among the objects of one repository in practice).
 	hashBytes = 10
+
+	// kindConfigMap and kindSecret are the kinds a pod template refers to
+	// by name, which a prune keeps while a workload needs them.
+	kindConfigMap = "ConfigMap"
+	kindSecret    = "Secret"
+)
+
+// The resources a prune lists to find what refers to a ConfigMap or
+// Secret.
+var (
+	deploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
+	replicaSetsResource = appsv1.SchemeGroupVersion.WithResource("replicasets")
 )
 
 // Action is what a sync does, or would do, to one object.
