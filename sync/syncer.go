@@ -39,6 +39,10 @@ const (
 	ReasonHeld = "SyncHeld"
 
 	shortHash = 7
+	// waitsNamed is how many waiting prunes the status message names; it
+	// counts the others, so that the one-line message stays short when a
+	// commit renames many ConfigMaps at once.
+	waitsNamed = 5
 )
 
 // ErrHeld is returned by SyncOnce when a sync window holds the change: the
@@ -360,16 +364,29 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 		log.Info("pruned", "object", key.String())
 	}
 	s.cfg.Metrics.objects(changes, pruned)
+	waits := describeWaits(pruned.Waiting)
 	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
-			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, summary))
+			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, joinNonEmpty(summary, waits)))
 		log.Info("sync applied", "summary", summary)
 	}
 	done := fetched
 	done.State, done.Commit = contract.SyncSynced, commit.Hash
-	done.Message = fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items))
+	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items)), waits)
+	if waits != "" && done.Message != prev.Message {
+		// Logged when the waits change, not at every poll they last.
+		for _, w := range pruned.Waiting {
+			log.Info("prune waits", "object", w.Key.String(), "detail", w.String())
+		}
+	}
 	return done
+}
+
+// joinNonEmpty joins the parts of a status line that are not empty with
+// "; ".
+func joinNonEmpty(parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "; ")
 }
 
 // applyCommit plans, dry-runs and applies the commit's objects, hands the
@@ -493,6 +510,30 @@ func summarize(changes []apply.Change, pruned apply.PruneResult, total int) stri
 	}
 	return fmt.Sprintf("%d objects, %d created, %d configured, %d restored, %d pruned",
 		total, counts[apply.ActionCreate], counts[apply.ActionUpdate], counts[apply.ActionRestore], len(pruned.Deleted))
+}
+
+// describeWaits is the status line of the prunes that wait for the
+// workloads referring to them, "" for none: "1 prune waits: ConfigMap
+// shop/app-config-5g2h7 (referenced by Deployment web, revision 3
+// Progressing; rollback target)". With 7 waiting, 5 are named and ", and 2
+// more" ends the line.
+func describeWaits(waits []apply.Waiting) string {
+	if len(waits) == 0 {
+		return ""
+	}
+	head := fmt.Sprintf("%d prunes wait: ", len(waits))
+	if len(waits) == 1 {
+		head = "1 prune waits: "
+	}
+	named := make([]string, 0, waitsNamed)
+	for _, w := range waits[:min(len(waits), waitsNamed)] {
+		named = append(named, w.String())
+	}
+	line := head + strings.Join(named, ", ")
+	if more := len(waits) - len(named); more > 0 {
+		line += fmt.Sprintf(", and %d more", more)
+	}
+	return line
 }
 
 func short(hash string) string {

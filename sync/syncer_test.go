@@ -1,10 +1,14 @@
 package sync
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
 // TestWritable: a sync limited to namespaces plans (and so prunes) only the
@@ -38,6 +42,43 @@ func TestWritable(t *testing.T) {
 			slices.Sort(got)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("writable entries %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDescribeWaits is the status line of the prunes that wait: each named
+// up to waitsNamed, the rest counted.
+func TestDescribeWaits(t *testing.T) {
+	wait := func(name string) apply.Waiting {
+		return apply.Waiting{Key: manifest.Key{Kind: "ConfigMap", Namespace: "shop", Name: name},
+			Referrers: []apply.Referrer{{Deployment: "web", Revision: "3", Phase: "Progressing", Via: []apply.Via{apply.ViaRollback}}}}
+	}
+	described := func(name string) string {
+		return "ConfigMap shop/" + name + " (referenced by Deployment web, revision 3 Progressing; rollback target)"
+	}
+	var many []apply.Waiting
+	var five []string
+	for i := range 7 {
+		many = append(many, wait(fmt.Sprintf("app-%d", i)))
+		if i < 5 {
+			five = append(five, described(fmt.Sprintf("app-%d", i)))
+		}
+	}
+	tests := []struct {
+		name  string
+		waits []apply.Waiting
+		want  string
+	}{
+		{"none", nil, ""},
+		{"one", []apply.Waiting{wait("app-5g2h7")}, "1 prune waits: " + described("app-5g2h7")},
+		{"two", []apply.Waiting{wait("a"), wait("b")}, "2 prunes wait: " + described("a") + ", " + described("b")},
+		{"seven: five named", many, "7 prunes wait: " + strings.Join(five, ", ") + ", and 2 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describeWaits(tt.waits); got != tt.want {
+				t.Errorf("describeWaits =\n %s\nwant\n %s", got, tt.want)
 			}
 		})
 	}
