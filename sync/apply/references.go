@@ -104,14 +104,17 @@ func referencedKind(k manifest.Key) bool {
 //     zero already and still come back.
 //
 // leaving names the Deployments the same prune deletes: they refer to
-// nothing. Candidates no Deployment refers to are not in the result; each
-// list is in Deployment name order, so the same state reads the same.
+// nothing, as do those being deleted already (the colors and canary
+// Deployment of a workload removed from Git, which the rollout controller
+// deletes just before the prune). Candidates no Deployment refers to are
+// not in the result; each list is in Deployment name order, so the same
+// state reads the same.
 func referrers(candidates map[manifest.Key]bool, deployments []*appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, leaving map[manifest.Key]bool) map[manifest.Key][]Referrer {
 	deployments = slices.Clone(deployments)
 	slices.SortFunc(deployments, func(a, b *appsv1.Deployment) int { return strings.Compare(a.Name, b.Name) })
 	out := map[manifest.Key][]Referrer{}
 	for _, d := range deployments {
-		if leaving[manifest.Key{Group: "apps", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}] {
+		if d.DeletionTimestamp != nil || leaving[manifest.Key{Group: "apps", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}] {
 			continue
 		}
 		via := map[manifest.Key][]Via{}

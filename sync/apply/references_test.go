@@ -204,6 +204,9 @@ func TestReferrers(t *testing.T) {
 	// Revision 3 failed; the rollback is not written yet.
 	failing := liveDeployment("web", 3, phase, contract.PhaseDegraded,
 		contract.AnnotationFailedHash, strategies.TemplateHash(usingConfig(3)))
+	// The color of a workload removed from Git, deleted before the prune.
+	deleting := liveDeployment("web-green", 2, phase, contract.PhaseHealthy)
+	deleting.DeletionTimestamp = &metav1.Time{}
 	noAutoRollback := liveDeployment("web", 3, phase, contract.PhaseProgressing, contract.AnnotationAutoRollback, "false")
 	blue := liveDeployment("web-blue", 2, phase, contract.PhaseProgressing, contract.AnnotationStrategy, contract.StrategyBlueGreen,
 		contract.AnnotationRole, contract.RoleActive)
@@ -298,6 +301,11 @@ func TestReferrers(t *testing.T) {
 			name:        "two Deployments refer: both named, by name",
 			deployments: []*appsv1.Deployment{healthy2, liveDeployment("api", 2, phase, contract.PhaseHealthy)},
 			want:        both(ref("api", 2, contract.PhaseHealthy, ViaTemplate), ref("web", 2, contract.PhaseHealthy, ViaTemplate)),
+		},
+		{
+			name:        "a Deployment being deleted refers to nothing",
+			deployments: []*appsv1.Deployment{deleting},
+			want:        map[manifest.Key][]Referrer{},
 		},
 		{
 			name:        "a Deployment the same prune deletes refers to nothing",
