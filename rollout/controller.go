@@ -109,6 +109,9 @@ type Config struct {
 	// one, every measurement is an error (and an analysis fails at its
 	// consecutive-error limit, never passes).
 	Measurer Measurer
+	// Notifier, when set, is told of every status written (see
+	// StatusReport), after the log line, the metrics and the Event.
+	Notifier Notifier
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -145,6 +148,9 @@ type Controller struct {
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
 	measurer Measurer
+	// notifier hears of the statuses written (Config.Notifier); nil for
+	// none.
+	notifier Notifier
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
@@ -183,6 +189,7 @@ func New(cfg Config) *Controller {
 		written:  newRecentWrites(cfg.Clock, writeMemory),
 		intents:  newIntents(),
 		measurer: cfg.Measurer,
+		notifier: cfg.Notifier,
 	}
 	c.once.Store(cfg.Once)
 	namespaces := cfg.Namespaces

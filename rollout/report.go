@@ -24,7 +24,7 @@ type outcome struct {
 // when it changed, the metrics, an Event for a command acted on, and one
 // Event for the change itself: RolledBack for an automatic rollback,
 // RolloutFailed (Warning) for a newly failed revision, PhaseChanged for any
-// other change of phase.
+// other change of phase; then the notifier, if any, hears of it.
 func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, status strategies.Status, out outcome) {
 	name := obj.Labels[contract.LabelWorkload]
 	if name == "" {
@@ -48,6 +48,10 @@ func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, s
 		c.eventFor(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
 	case status.Phase != recorded.Phase:
 		c.eventFor(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
+	}
+	if c.notifier != nil {
+		c.notifier.Notify(StatusReport{Namespace: obj.Namespace, Workload: name, Strategy: strategy,
+			Recorded: recorded, Status: status, RolledBack: out.rolledBack})
 	}
 }
 

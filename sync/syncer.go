@@ -129,6 +129,9 @@ type Config struct {
 	// says no (another daemon holds the sync), Run syncs nothing and
 	// looks again every HeldRetry. SyncOnce does not ask.
 	Writable func() bool
+	// Notifier, when set, hears of the status of every attempt that
+	// reached the sync record (see StatusReport).
+	Notifier Notifier
 }
 
 // Syncer makes the cluster match the followed branch, one commit at a time.
@@ -256,6 +259,9 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 		if repair != "" && err == nil {
 			status.Message += "; " + repair
 		}
+	}
+	if s.cfg.Notifier != nil {
+		s.cfg.Notifier.Notify(StatusReport{Sync: s.cfg.Name, Namespace: s.cfg.Store.Object().Namespace, Previous: rec.Status, Status: status})
 	}
 	rec.Status = status
 	if _, serr := s.cfg.Store.Save(ctx, rec); serr != nil {

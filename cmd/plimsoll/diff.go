@@ -37,7 +37,7 @@ func newDiffCommand() *cobra.Command {
 			if err != nil {
 				return failed(err)
 			}
-			d, err := wire(o, log, nil, false)
+			d, err := wire(o, log, nil, false, nil)
 			if err != nil {
 				return failed(err)
 			}

@@ -34,6 +34,7 @@ const (
 
 type runOptions struct {
 	sourceOptions
+	notify            notifyOptions
 	listen            string
 	webhookSecretFile string
 	leaderElect       bool
@@ -52,6 +53,7 @@ func newRunCommand() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.notify.addFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.interval, "interval", psync.DefaultInterval, "how often to poll the repository")
 	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")
 	cmd.Flags().StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret; /hook is disabled without it")
@@ -66,7 +68,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d, err := wire(&o.sourceOptions, log, reg, false)
+	notifier, err := o.notify.dispatcher(log, reg)
+	if err != nil {
+		return err
+	}
+	defer stopNotifying(notifier)
+	d, err := wire(&o.sourceOptions, log, reg, false, notifier)
 	if err != nil {
 		return err
 	}

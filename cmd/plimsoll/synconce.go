@@ -27,6 +27,7 @@ const (
 
 func newSyncCommand() *cobra.Command {
 	o := &sourceOptions{}
+	no := &notifyOptions{}
 	var once, waitRollouts bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -54,7 +55,12 @@ are Healthy. A timeout exits non-zero, naming the workloads still rolling.`,
 			if err != nil {
 				return err
 			}
-			d, err := wire(o, log, nil, true)
+			notifier, err := no.dispatcher(log, nil)
+			if err != nil {
+				return err
+			}
+			defer stopNotifying(notifier)
+			d, err := wire(o, log, nil, true, notifier)
 			if err != nil {
 				return err
 			}
@@ -70,6 +76,7 @@ are Healthy. A timeout exits non-zero, naming the workloads still rolling.`,
 	cmd.Flags().BoolVar(&waitRollouts, "wait", false, "also wait until every workload of the commit is Healthy or Degraded")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "how long --wait waits")
 	o.addFlags(cmd.Flags())
+	no.addFlags(cmd.Flags())
 	return cmd
 }
 

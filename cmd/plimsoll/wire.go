@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/notify"
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -45,8 +46,9 @@ func (d *daemon) writable() bool { return !d.exclusive || d.held.Load() }
 // wire builds the syncer and its parts from the flags.
 // With once, the rollout controller works for a one-shot sync: it
 // reconciles only what the sync hands over, and the hand-off waits for it
-// (see rollout.Config.Once).
-func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool) (*daemon, error) {
+// (see rollout.Config.Once). Notifications go to notifier when it is not
+// nil.
+func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool, notifier *notify.Dispatcher) (*daemon, error) {
 	d := &daemon{}
 	srcCfg, err := o.sourceConfig()
 	if err != nil {
@@ -94,8 +96,13 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, err
 	}
+	var rolloutNotifier rollout.Notifier
+	var syncNotifier psync.Notifier
+	if notifier != nil {
+		rolloutNotifier, syncNotifier = notify.NewRollouts(notifier.Send, clk), notify.NewSyncs(notifier.Send, clk)
+	}
 	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces,
-		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable, Measurer: measurer})
+		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable, Measurer: measurer, Notifier: rolloutNotifier})
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
@@ -115,6 +122,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Log:         log,
 		Clock:       clk,
 		Writable:    d.writable,
+		Notifier:    syncNotifier,
 	})
 	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
 	return d, nil

@@ -151,11 +151,12 @@ func deployment(t *testing.T, objs []object) object {
 	return object{}
 }
 
-// TestChartLint runs helm lint for the default values, namespaced mode and
-// verification keys.
+// TestChartLint runs helm lint for the default values, namespaced mode,
+// verification keys and notifications.
 func TestChartLint(t *testing.T) {
 	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"},
-		{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"}} {
+		{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"},
+		{"notifications.existingSecret=notify", "notifications.slack={team-a}"}} {
 		args := []string{"lint", "charts/plimsoll", "--strict", "--set", "repo.url=" + repoURL}
 		for _, s := range sets {
 			args = append(args, "--set", s)
@@ -266,6 +267,36 @@ func TestChartVerification(t *testing.T) {
 	}
 }
 
+// TestChartNotifications: each key listed of the notifications Secret
+// becomes a flag naming its file in the Secret, mounted read-only; no
+// notification flag or volume without them.
+func TestChartNotifications(t *testing.T) {
+	d := deployment(t, render(t, "notifications.existingSecret=notify", "notifications.webhook={ops}",
+		"notifications.slack={team-a,team-b}", "notifications.timeout=5s"))
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"--notify-webhook-file=/etc/plimsoll/notifications/ops", "--notify-slack-file=/etc/plimsoll/notifications/team-a",
+		"--notify-slack-file=/etc/plimsoll/notifications/team-b", "--notify-timeout=5s"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %v lack %q", c.Args, want)
+		}
+	}
+	mounted := slices.Contains(c.VolumeMounts, volumeMount{Name: "notifications", MountPath: "/etc/plimsoll/notifications", ReadOnly: true})
+	secret := ""
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "notifications" && v.Secret != nil {
+			secret = v.Secret.SecretName
+		}
+	}
+	if !mounted || secret != "notify" {
+		t.Errorf("volume of Secret %q mounted: %v; want Secret notify read-only at /etc/plimsoll/notifications", secret, mounted)
+	}
+	if args := deployment(t, render(t)).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--notify-")
+	}) {
+		t.Errorf("default values notify: %v", args)
+	}
+}
+
 // TestChartNamespaced: every right in each listed namespace, its own
 // status rights in the release namespace, nothing cluster-wide, and the
 // daemon limited to the listed namespaces.
@@ -319,6 +350,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 			"verify.configMap and verify.secret are both set"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey or verify.allowedSignersKey is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.allowedSignersKey=allowed_signers"}, "verify.configMap or verify.secret is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.slack={team}"}, "notifications.existingSecret is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify"}, "neither notifications.webhook nor notifications.slack"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify", "--set", "notifications.webhook={../ops}"}, "notifications/webhook/0"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.timeout=soon"}, "notifications/timeout"},
 	} {
 		out, err := helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
 		if err == nil || !strings.Contains(out, tc.want) {

@@ -74,19 +74,20 @@ func waitForRevision(t *testing.T, ns string, revision int, phase string) *appsv
 	return d
 }
 
-// phaseWatch records every phase the workload's Deployment passes through.
+// phaseWatch records every "<revision>:<phase>" a Deployment passes
+// through, each once in a row.
 type phaseWatch struct {
 	mu     gosync.Mutex
 	phases []string
 }
 
-func watchPhases(t *testing.T, ns string) *phaseWatch {
+func watchPhases(t *testing.T, ns, name string) *phaseWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "web").String()})
+	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
-		t.Fatalf("watch Deployment web: %v", err)
+		t.Fatalf("watch Deployment %s: %v", name, err)
 	}
 	pw := &phaseWatch{}
 	go func() {
@@ -148,7 +149,7 @@ func TestRollingRollout(t *testing.T) {
 	}
 
 	t.Log("2. an image change: revision 2, Progressing then Healthy, in kubectl rollout history")
-	phases := watchPhases(t, s.ns)
+	phases := watchPhases(t, s.ns, "web")
 	second := s.repo.commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
 	d = waitForRevision(t, s.ns, 2, "Healthy")
 	if seen := phases.seen(); !slices.Contains(seen, "2:Progressing") {
