@@ -156,3 +156,30 @@ func fewestSince(w *endpointWatch, mark int) int {
 	got, _ := w.minReadySince(mark)
 	return got
 }
+
+// TestAutoscaledCanaryWithoutReplicas is a canary workload with no
+// replicas in Git and an HPA with minReplicas 5: the HPA scales the stable
+// from the default 1 to 5, and it stays at 5, Healthy, with no write to
+// its Deployments for three polls (it used to be scaled back to 1 at every
+// reconcile, and up again by the HPA).
+func TestAutoscaledCanaryWithoutReplicas(t *testing.T) {
+	adapter := startMetricsAdapter(t)
+	s := newSyncTarget(t)
+	adapter.setLoad(t, s.ns, "web", 200)
+	files := switchedExample(t, "v1", adoptCanary, "  replicas: 4\n", "")
+	files["hpa.yaml"] = loadHPAManifest("web", 5, 8)
+	s.repo.commit("web v1 with an HPA and no replicas", files)
+	daemon := startDaemon(t, s, "--interval", "1s")
+	waitForScaleTarget(t, s.ns, "web", "web", 5)
+	waitForDeployment(t, s.ns, "web", "revision 1 Healthy at 5", func(d *appsv1.Deployment) bool {
+		return phaseIs(1, "Healthy")(d) && *d.Spec.Replicas == 5 && d.Status.AvailableReplicas == 5
+	})
+	generations := deploymentGenerations(t, s.ns)
+	checkResyncQuiet(t, s, daemon)
+	if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
+		t.Errorf("Deployment generations moved during three quiet polls: %v, then %v", generations, after)
+	}
+	if d := getDeployment(t, s.ns, "web"); *d.Spec.Replicas != 5 {
+		t.Errorf("the stable asks for %d replicas, want the HPA's 5", *d.Spec.Replicas)
+	}
+}
