@@ -241,6 +241,15 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 			status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: paused before promoting the stable Deployment", revision)
 			return plan
 		}
+		if desired.Autoscaled && serveEveryStable(&plan, o.StablePods) > 0 {
+			// The stable pods taken out of the Service come back first:
+			// the Deployment controller replaces pods by availability, not
+			// by the serving label, and would otherwise take serving pods
+			// while idle ones wait. With 6 stable pods, 3 of them out,
+			// and maxUnavailable 1: serving could fall from 6 to 4.
+			status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: every stable pod serving again before the promotion", revision)
+			return plan
+		}
 		// Full promotion: stable takes the new template at N.
 		plan.Stable, plan.StableReplicas = StablePromote, stableCount(desired, n)
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: promoting the stable Deployment", revision)
@@ -478,9 +487,12 @@ func servingSurge(n int32, strategy appsv1.DeploymentStrategy) int32 {
 
 // serveEveryStable plans the serving label back onto every Ready stable
 // pod of an autoscaled workload that lacks it: the canary is gone or on
-// its way out, and the stable serves the whole count again.
-func serveEveryStable(plan *CanaryPlan, pods []Pod) {
+// its way out, or the stable is about to be replaced, and the stable
+// serves the whole count again. It returns how many pods it labels.
+func serveEveryStable(plan *CanaryPlan, pods []Pod) int {
+	before := len(plan.Label)
 	serveStable(plan, pods, int32(len(pods)))
+	return len(plan.Label) - before
 }
 
 // stableCount is the stable count for a plan to write: n, or none when an

@@ -21,12 +21,12 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name                string
-		o                   CanaryObserved
-		label, unlabel      []string
-		canary              int32
-		words               []string
-		abort, wantCanaryUp bool
+		name           string
+		o              CanaryObserved
+		label, unlabel []string
+		canary         int32
+		words          []string
+		noCount        bool
 	}{
 		{
 			name: "the canary pods are not Ready: every stable pod serves",
@@ -59,9 +59,27 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 				return o
 			}(),
 			label: []string{"s4", "s5"}, unlabel: []string{"c0", "c1"},
-			abort: true,
+			noCount: true,
 		},
 	}
+	tests = append(tests, struct {
+		name           string
+		o              CanaryObserved
+		label, unlabel []string
+		canary         int32
+		words          []string
+		noCount        bool
+	}{
+		// 3 canary pods serve at 50%, 3 of the 6 stable pods are out.
+		name: "100%: the stable pods out of the Service come back before the stable is replaced",
+		o: func() CanaryObserved {
+			o := observe(append(slices.Clone(six[:3]), ready("s3"), ready("s4"), ready("s5")), serving("c0"), serving("c1"), serving("c2"))
+			o.Promote = true
+			return o
+		}(),
+		label: []string{"s3", "s4", "s5"}, noCount: true,
+		words: []string{"every stable pod serving again before the promotion"},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := desired
@@ -76,7 +94,7 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 			if !slices.Equal(plan.Label, tt.label) || !slices.Equal(plan.Unlabel, tt.unlabel) {
 				t.Errorf("label %v, unlabel %v; want label %v, unlabel %v", plan.Label, plan.Unlabel, tt.label, tt.unlabel)
 			}
-			if !tt.abort && (plan.CanaryReplicas == nil || *plan.CanaryReplicas != tt.canary) {
+			if !tt.noCount && (plan.CanaryReplicas == nil || *plan.CanaryReplicas != tt.canary) {
 				t.Errorf("canary count %v, want %d", replicasOrNil(plan.CanaryReplicas), tt.canary)
 			}
 			checkMessage(t, plan.Status.Message, tt.words)
