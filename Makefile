@@ -11,6 +11,9 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_TIMEOUT ?= 40m
+# E2E_PARALLEL is how many of the e2e tests marked parallel run at once:
+# they mostly wait (pods, pauses, polls), so more than the 2 cores.
+E2E_PARALLEL ?= 4
 
 export KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 export PATH := $(CURDIR)/.cluster/bin:$(PATH)
@@ -68,7 +71,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30000x, a count of execution
 # cluster that was already up (make cluster-up, make demo) is reused and kept.
 .PHONY: test-e2e
 test-e2e: ## e2e tests against the local control plane (started if needed)
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... ./test/chart/...
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./test/e2e/... ./test/chart/...
 
 .PHONY: bench
 bench: bench-sync bench-repo bench-rollout ## the benchmarks below; each writes its section of bench/results.md

@@ -25,6 +25,7 @@ const (
 // polls after write nothing; switched to canary with a new image in a later
 // commit, the Service never has fewer than 4 ready endpoints.
 func TestAdoptKubectlDeployment(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	files := switchedExample(t, "v1", "")
 	kubectlApply(t, s.ns, files)
@@ -66,6 +67,7 @@ func TestAdoptKubectlDeployment(t *testing.T) {
 // template: each reaches Healthy at revision 1 on its own (no restart of
 // the daemon), and the Service never has fewer than 4 ready endpoints.
 func TestAdoptAsProgressive(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, annotations string
 		serving           string // the Deployment whose pods serve in the end

@@ -24,6 +24,7 @@ import (
 // maxUnavailable), and three polls after the HPA scaled write nothing to
 // the Deployments.
 func TestAutoscaledWorkloads(t *testing.T) {
+	parallel(t)
 	adapter := startMetricsAdapter(t)
 	for _, tc := range []struct {
 		name, annotations string
@@ -163,6 +164,7 @@ func fewestSince(w *endpointWatch, mark int) int {
 // its Deployments for three polls (it used to be scaled back to 1 at every
 // reconcile, and up again by the HPA).
 func TestAutoscaledCanaryWithoutReplicas(t *testing.T) {
+	parallel(t)
 	adapter := startMetricsAdapter(t)
 	s := newSyncTarget(t)
 	adapter.setLoad(t, s.ns, "web", 200)

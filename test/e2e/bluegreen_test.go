@@ -32,6 +32,7 @@ func blueGreenExample(t *testing.T, version, delay string) map[string]string {
 // swap, the old color at zero once the delay is over; then an abort after a
 // swap puts the old pods back in one step.
 func TestBlueGreenRollout(t *testing.T) {
+	parallel(t)
 	const delay = 15 * time.Second
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", blueGreenExample(t, "v1", delay.String()))

@@ -26,6 +26,7 @@ func canaryExample(t *testing.T, version string, replace ...string) map[string]s
 // the new template and the canary at zero after another; then an abort at
 // step 1 takes the canary out of the Service.
 func TestCanaryRollout(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1"))
 	d := startDaemon(t, s, "--interval", "1s")
@@ -135,6 +136,7 @@ func checkServing(t *testing.T, endpoints *endpointWatch, canary, total int) {
 // short progress deadline: no canary pod ever serves, the workload ends
 // Degraded with the failed hash, and the stable pods keep serving.
 func TestCanaryFailure(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s.repo.commit("api v1", canaryExample(t, "v1", short...))
@@ -224,6 +226,7 @@ func TestCanaryReplacesPods(t *testing.T) {
 // again (its canary pod comes back), fails again on its deadline, and the
 // workload ends Degraded with the same failed hash; no canary pod serves.
 func TestCanaryRetry(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s.repo.commit("api v1", canaryExample(t, "v1", short...))

@@ -258,6 +258,7 @@ func (r *configRollout) said(t *testing.T, phase string, how ...string) {
 // restored template reads a ConfigMap that exists. The sync is Synced and
 // its status says the prune waits, and for what.
 func TestConfigKeptForRollback(t *testing.T) {
+	parallel(t)
 	r := startConfigRollout(t, "registry.example/web:does-not-exist", 0, 10)
 	s, old := r.s, r.old
 
@@ -298,6 +299,7 @@ func TestConfigKeptForRollback(t *testing.T) {
 // commit: the old generated ConfigMap stays while the new revision rolls
 // out and is pruned once it is Healthy.
 func TestConfigKeptUntilHealthy(t *testing.T) {
+	parallel(t)
 	// Pods are available 5 s after they are Ready, so the rollout of 2
 	// pods, one at a time (maxSurge 1, maxUnavailable 0), is Progressing
 	// for 10 s or more: polls see it.

@@ -15,6 +15,7 @@ import (
 // needs only the new color, and neither waits for the failing pods to
 // recover.
 func TestFixNotBlockedByFailingStable(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, annotations string
 		serving           string // the Deployment whose pods serve revision 2

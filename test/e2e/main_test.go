@@ -28,6 +28,8 @@ const (
 	defaultTimeout = 90 * time.Second
 	// keepClusterEnv, set to 1, leaves a cluster the suite started running.
 	keepClusterEnv = "PLIMSOLL_KEEP_CLUSTER"
+	// serialEnv, set to 1, runs every test on its own (see parallel).
+	serialEnv = "PLIMSOLL_E2E_SERIAL"
 )
 
 // suite is what every test shares: the repository root and a client for the
@@ -222,4 +224,17 @@ func runKubectl(stdin string, args ...string) (string, error) {
 		return "", fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// parallel lets test t run beside the other parallel tests. Go runs those
+// only once every serial test has ended, so none of them overlaps a test
+// that stops a shared part (the API server outage, the Prometheus restarts
+// of the analysis scenarios). A parallel test has its own namespace and
+// daemon and changes nothing the others read; most of its time is spent
+// waiting for pods, pauses and polls, which is what running them together
+// saves. PLIMSOLL_E2E_SERIAL=1 runs every test on its own.
+func parallel(t *testing.T) {
+	if os.Getenv(serialEnv) != "1" {
+		t.Parallel()
+	}
 }

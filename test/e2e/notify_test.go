@@ -179,6 +179,7 @@ func secretFile(typ string) string {
 // and the fix as Synced. Neither the Secret's value nor the receivers'
 // token shows in a notification or the daemon's log.
 func TestNotifyCanaryAndSync(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	hook, slack := newNotifyReceiver(t, answerOK), newNotifyReceiver(t, answerOK)
 	tree := func(version string) map[string]string {
@@ -330,6 +331,7 @@ func slackText(t *testing.T, bodies []string, contains string) string {
 // durations are logged), the good one still hears of everything, their
 // failed deliveries show in /metrics, and the daemon stops promptly.
 func TestNotifyBadReceivers(t *testing.T) {
+	parallel(t)
 	good := newNotifyReceiver(t, answerOK)
 	s1, _, withGood := timedCanary(t, "--notify-webhook-file", good.urlFile(t, "good"))
 

@@ -18,6 +18,7 @@ import (
 // than 4 ready endpoints, which holds only if the keys went before the
 // workload's pods: until then only they are selected.
 func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, annotations string
 		deployments       []string // what the workload runs once revision 2 is Healthy

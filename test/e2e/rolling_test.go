@@ -137,6 +137,7 @@ func annotate(t *testing.T, ns, key, value string) {
 // an image change, a replicas-only change, a failing image rolled back,
 // and a good commit after it.
 func TestRollingRollout(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	first := s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	daemon := startDaemon(t, s, "--interval", "1s")
@@ -281,6 +282,7 @@ func TestRollingPauseResume(t *testing.T) {
 // TestRollingSurvivesSIGKILL kills the daemon in the middle of a rollout
 // and starts it again: the rollout finishes with revision 2, counted once.
 func TestRollingSurvivesSIGKILL(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	d := startDaemon(t, s, "--interval", "1s")

@@ -30,6 +30,7 @@ func switchedExample(t *testing.T, version, annotations string, replace ...strin
 // allows (4 while blue-green or canary steers it, 3 while a rolling update
 // with maxUnavailable 25% does).
 func TestStrategySwitch(t *testing.T) {
+	parallel(t)
 	const blueGreen = "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n    plimsoll.dev/scale-down-delay: 3s\n"
 	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"50%, 100%\"\n"
 	s := newSyncTarget(t)

@@ -13,6 +13,7 @@ import (
 // naming one that waits for a promote; and it does not take --interval,
 // which means nothing to one sync.
 func TestSyncOnceWait(t *testing.T) {
+	parallel(t)
 	s := newSyncTarget(t)
 	quick := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 2s, 100%"`}
 	tree := func(web, api string, canarySteps ...string) map[string]string {

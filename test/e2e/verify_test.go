@@ -53,6 +53,7 @@ type badCommit struct {
 // another key and one whose signature was moved onto other content, then
 // a trusted one again (see verifySequence).
 func TestVerifyOpenPGPCommits(t *testing.T) {
+	parallel(t)
 	trusted, trustedArmored := newPGPEntity(t, "trusted")
 	other, _ := newPGPEntity(t, "other")
 	keyring := writeFile(t, "keys.asc", trustedArmored)
@@ -70,6 +71,7 @@ func TestVerifyOpenPGPCommits(t *testing.T) {
 // ssh-keygen -Y sign), and git verify-commit, given the same
 // allowed_signers file, agrees with the daemon on every one of them.
 func TestVerifySSHCommits(t *testing.T) {
+	parallel(t)
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("git signs with SSH keys through ssh-keygen, which is not installed")
 	}
@@ -88,6 +90,7 @@ func TestVerifySSHCommits(t *testing.T) {
 // TestVerifyEitherKind gives both flags: a commit signed by a trusted key
 // of either kind is applied, and one by an untrusted key is not.
 func TestVerifyEitherKind(t *testing.T) {
+	parallel(t)
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("git signs with SSH keys through ssh-keygen, which is not installed")
 	}
