@@ -20,14 +20,7 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 			Pods: canary, StablePods: stable, ServiceSelectsServing: true, StepSince: t0, Now: at(time.Second),
 		}
 	}
-	tests := []struct {
-		name           string
-		o              CanaryObserved
-		label, unlabel []string
-		canary         int32
-		words          []string
-		noCount        bool
-	}{
+	tests := []autoscaledCase{
 		{
 			name: "the canary pods are not Ready: every stable pod serves",
 			o:    observe(six, starting("c0"), starting("c1")), canary: 2,
@@ -62,14 +55,7 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 			noCount: true,
 		},
 	}
-	tests = append(tests, struct {
-		name           string
-		o              CanaryObserved
-		label, unlabel []string
-		canary         int32
-		words          []string
-		noCount        bool
-	}{
+	tests = append(tests, autoscaledCase{
 		// 3 canary pods serve at 50%, 3 of the 6 stable pods are out.
 		name: "100%: the stable pods out of the Service come back before the stable is replaced",
 		o: func() CanaryObserved {
@@ -110,4 +96,16 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// autoscaledCase is one plan of TestPlanCanaryAutoscaled: the labels it
+// must set and remove, the canary count (unless noCount), and words of its
+// message.
+type autoscaledCase struct {
+	name           string
+	o              CanaryObserved
+	label, unlabel []string
+	canary         int32
+	words          []string
+	noCount        bool
 }
