@@ -119,13 +119,17 @@ cluster-up: ## start the local control plane (idempotent; builds its tools once)
 cluster-down: ## stop the local control plane
 	$(CLUSTER) down
 
+# The tool modules, each pinning tools that hack/cluster builds.
+TOOL_MODULES := hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus \
+	hack/tools/prometheus-adapter hack/tools/argo-rollouts hack/tools/flux
+
 .PHONY: lint
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags e2e,bench ./...
 	$(BIN)/staticcheck -tags e2e,bench ./...
-	for m in . hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus hack/tools/prometheus-adapter; do \
+	for m in . $(TOOL_MODULES); do \
 		(cd $$m && $(GO) mod tidy -diff && $(GO) mod verify >/dev/null) || { echo "module $$m is not tidy or fails verification"; exit 1; }; \
 	done
 
@@ -135,7 +139,7 @@ $(BIN)/staticcheck: hack/tools/lint/go.mod hack/tools/lint/go.sum
 .PHONY: tidy
 tidy: ## go mod tidy in every module
 	$(GO) mod tidy
-	for m in hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus hack/tools/prometheus-adapter; do (cd $$m && $(GO) mod tidy); done
+	for m in $(TOOL_MODULES); do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## remove build outputs (not the cached control-plane tools)
