@@ -35,7 +35,7 @@ var rolloutGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1a
 // argoDriver is the Argo Rollouts controller, handed Rollouts equivalent
 // to plimsoll's workloads by `kubectl apply --server-side`.
 type argoDriver struct {
-	bin     string // rollouts-controller
+	bin     string // the Argo Rollouts controller (cmd/rollouts-controller)
 	kubectl string
 	admin   string // the kubeconfig kubectl applies with: a user's, not the controller's
 	ports   [2]int // metrics and health

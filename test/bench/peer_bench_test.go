@@ -26,7 +26,7 @@ type peerEnv struct {
 	syncN      []int
 	scaleN     []int
 	note       string
-	argo       string // rollouts-controller
+	argo       string // the Argo Rollouts controller (cmd/rollouts-controller)
 	flux       *fluxDriver
 	versions   map[string]string // tool -> version
 }
