@@ -16,10 +16,11 @@ type plotSeries struct {
 	xs, ys []float64
 }
 
-// The plot's geometry, in SVG user units: a 720 x 440 canvas with room
-// for the axis labels on the left and bottom and the legend on the right.
+// The plot's geometry, in SVG user units: an 820 x 440 canvas with room
+// for the axis labels on the left and bottom and the legend (up to 36
+// characters a line) on the right.
 const (
-	plotWidth, plotHeight = 720, 440
+	plotWidth, plotHeight = 820, 440
 	plotLeft, plotRight   = 70, 540
 	plotTop, plotBottom   = 40, 380
 )
