@@ -74,45 +74,78 @@ test-e2e: ## e2e tests against the local control plane (started if needed)
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./test/e2e/... ./test/chart/...
 
 .PHONY: bench
-bench: bench-sync bench-repo bench-rollout ## the benchmarks below; each writes its section of bench/results.md
+bench: bench-peers bench-repo ## the comparison with Argo Rollouts, Flux and kubectl, then the repository memory benchmark
 
-# The sync benchmark needs the control plane: it is brought up (and left up).
+# The benchmarks below but bench-sync run on a control plane of their own
+# (BENCH_CLUSTER_DIR, ports from 26540), so that they neither disturb nor
+# are disturbed by the e2e suite or the demo: each target starts it from
+# an empty etcd and stops it at the end, whatever the outcome. It has
+# BENCH_NODES simulated nodes: kwok gives each node's pods IPs from its
+# /24, so about 250 pods a node, and the scale comparison's 1,000
+# workloads of 10 pods peak at 13,000 pods while they roll (a surge of 3
+# each), 52 nodes; 64 leave room.
+BENCH_NODES         ?= 64
+BENCH_CLUSTER_DIR   := $(CURDIR)/.cluster-bench
+BENCH_CLUSTER_ENV   := PLIMSOLL_CLUSTER_DIR=$(BENCH_CLUSTER_DIR) PLIMSOLL_CLUSTER_PORT_BASE=26540 PLIMSOLL_CLUSTER_NODES=$(BENCH_NODES)
+BENCH_KUBECONFIG    := PLIMSOLL_BENCH_KUBECONFIG=$(BENCH_CLUSTER_DIR)/kubeconfig
+
+# bench_session runs the command $(1) on the benchmark's control plane.
+define bench_session
+	$(BENCH_CLUSTER_ENV) $(CLUSTER) down
+	$(BENCH_CLUSTER_ENV) $(CLUSTER) up
+	status=0; $(1) || status=$$?; $(BENCH_CLUSTER_ENV) $(CLUSTER) down; exit $$status
+endef
+
+# The comparison: plimsoll against Argo Rollouts (rollouts), Flux's
+# source-controller and kustomize-controller (sync and scale) and kubectl
+# (sync), each tool's runs interleaved with plimsoll's. The peers are built
+# from their Go modules (hack/tools/argo-rollouts, hack/tools/flux) into the
+# tools cache once, like the control plane. The full run takes hours on 2
+# cores; the sizes and runs below make it shorter, and BENCH_NOTE says so
+# above the results.
+BENCH_RUNS          ?= 3
+BENCH_PARTS         ?= rollout,sync,scale
+BENCH_ROLLOUT_N     ?= 100,300
+BENCH_SYNC_N        ?= 1000,5000
+BENCH_SCALE_N       ?= 1000
+BENCH_NOTE          ?=
+BENCH_PEERS_TIMEOUT ?= 48h
+
+.PHONY: bench-peers
+bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_NODES, BENCH_NOTE)
+	$(CLUSTER) argo-rollouts >/dev/null
+	$(CLUSTER) flux >/dev/null
+	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_PARTS=$(BENCH_PARTS) PLIMSOLL_BENCH_RUNS=$(BENCH_RUNS) \
+		PLIMSOLL_BENCH_ROLLOUT_N=$(BENCH_ROLLOUT_N) PLIMSOLL_BENCH_SYNC_N=$(BENCH_SYNC_N) PLIMSOLL_BENCH_SCALE_N=$(BENCH_SCALE_N) \
+		PLIMSOLL_BENCH_NOTE='$(BENCH_NOTE)' \
+		$(GO) test -tags bench -count=1 -timeout $(BENCH_PEERS_TIMEOUT) -v -run '^TestPeerBenchmark$$' ./test/bench/)
+
+# The sync benchmark of plimsoll alone needs the local control plane: it is
+# brought up (and left up).
 .PHONY: bench-sync
 bench-sync: build cluster-up ## time a cold sync and a no-op resync of 2,000 objects against kubectl
 	$(GO) test -tags bench -count=1 -timeout 60m -v -run TestSyncBenchmark ./test/bench/
 
-# The repository memory benchmark needs the control plane too. BENCH_BEFORE
-# names another plimsoll binary to measure beside bin/plimsoll.
+# BENCH_BEFORE names another plimsoll binary to measure beside bin/plimsoll.
 BENCH_BEFORE ?=
 
 .PHONY: bench-repo
-bench-repo: build cluster-up ## peak RSS of a cold sync of a repository with a 200 MB blob, and of one with 100,000 files
-	PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) $(GO) test -tags bench -count=1 -timeout 60m -v -run TestRepositoryMemoryBenchmark ./test/bench/
+bench-repo: build ## peak RSS of a cold sync of a repository with a 200 MB blob, and of one with 100,000 files
+	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) \
+		$(GO) test -tags bench -count=1 -timeout 60m -v -run TestRepositoryMemoryBenchmark ./test/bench/)
 
-# The rollout benchmark runs on a control plane of its own, with enough
-# simulated nodes for 300 + 300 workloads of 4 pods and their surge (kwok
-# gives each node's pods IPs from its /24, so about 250 pods a node), so
-# that it neither disturbs nor is disturbed by the e2e suite or the demo.
-# It is started from an empty etcd and stopped at the end. BENCH_BIN is the
-# binary measured (default: bin/plimsoll, built first), BENCH_LABEL names
-# its rows, BENCH_SIZES lists N:runs (N workloads per strategy).
+# The rollout benchmark of plimsoll alone, binary against binary. BENCH_BIN
+# is the binary measured (default: bin/plimsoll, built first), BENCH_LABEL
+# names its rows, BENCH_SIZES lists N:runs (N workloads per strategy).
 BENCH_BIN           ?= $(BIN)/plimsoll
 BENCH_LABEL         ?= current
 BENCH_SIZES         ?= 100:1,300:1
 BENCH_TIMEOUT       ?= 4h
-BENCH_CLUSTER_DIR   := $(CURDIR)/.cluster-bench
-BENCH_CLUSTER_ENV   := PLIMSOLL_CLUSTER_DIR=$(BENCH_CLUSTER_DIR) PLIMSOLL_CLUSTER_PORT_BASE=26540 PLIMSOLL_CLUSTER_NODES=24
 
 .PHONY: bench-rollout
 bench-rollout: $(if $(filter $(BIN)/plimsoll,$(BENCH_BIN)),build) ## roll N canary and N blue-green workloads to a new image (BENCH_BIN, BENCH_LABEL, BENCH_SIZES)
-	$(BENCH_CLUSTER_ENV) $(CLUSTER) down
-	$(BENCH_CLUSTER_ENV) $(CLUSTER) up
-	status=0; \
-	PLIMSOLL_BENCH_BIN=$(BENCH_BIN) PLIMSOLL_BENCH_LABEL=$(BENCH_LABEL) PLIMSOLL_BENCH_SIZES=$(BENCH_SIZES) \
-	PLIMSOLL_BENCH_KUBECONFIG=$(BENCH_CLUSTER_DIR)/kubeconfig \
-		$(GO) test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run TestRolloutBenchmark ./test/bench/ || status=$$?; \
-	$(BENCH_CLUSTER_ENV) $(CLUSTER) down; \
-	exit $$status
+	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_BIN=$(BENCH_BIN) PLIMSOLL_BENCH_LABEL=$(BENCH_LABEL) PLIMSOLL_BENCH_SIZES=$(BENCH_SIZES) \
+		$(GO) test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run TestRolloutBenchmark ./test/bench/)
 
 .PHONY: cluster-up
 cluster-up: ## start the local control plane (idempotent; builds its tools once)
@@ -122,13 +155,17 @@ cluster-up: ## start the local control plane (idempotent; builds its tools once)
 cluster-down: ## stop the local control plane
 	$(CLUSTER) down
 
+# The tool modules, each pinning tools that hack/cluster builds.
+TOOL_MODULES := hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus \
+	hack/tools/prometheus-adapter hack/tools/argo-rollouts hack/tools/flux
+
 .PHONY: lint
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags e2e,bench ./...
 	$(BIN)/staticcheck -tags e2e,bench ./...
-	for m in . hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus hack/tools/prometheus-adapter; do \
+	for m in . $(TOOL_MODULES); do \
 		(cd $$m && $(GO) mod tidy -diff && $(GO) mod verify >/dev/null) || { echo "module $$m is not tidy or fails verification"; exit 1; }; \
 	done
 
@@ -138,7 +175,7 @@ $(BIN)/staticcheck: hack/tools/lint/go.mod hack/tools/lint/go.sum
 .PHONY: tidy
 tidy: ## go mod tidy in every module
 	$(GO) mod tidy
-	for m in hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm hack/tools/prometheus hack/tools/prometheus-adapter; do (cd $$m && $(GO) mod tidy); done
+	for m in $(TOOL_MODULES); do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: clean
 clean: ## remove build outputs (not the cached control-plane tools)

@@ -1,7 +1,12 @@
-// Package bench measures plimsoll on the local control plane and writes
-// bench/results.md: the sync against `kubectl apply --server-side`
-// (TestSyncBenchmark), and the rollout of many canary and blue-green
-// workloads by one commit (TestRolloutBenchmark, whose every run is kept in
-// bench/rollout-results.json). It is built only with the bench build tag;
-// run it with `make bench`, `make bench-sync` or `make bench-rollout`.
+// Package bench measures plimsoll on a control plane and writes
+// bench/results.md: plimsoll against its peers (TestPeerBenchmark: the
+// rollout of N canary and N blue-green workloads against Argo Rollouts,
+// the sync of N ConfigMaps against Flux and `kubectl apply
+// --server-side`, 1,000 rolling workloads against Flux; every run kept in
+// bench/peers-results.json, plotted in bench/*.svg), the memory of a sync
+// of heavy repositories (TestRepositoryMemoryBenchmark), and plimsoll alone:
+// the sync against kubectl (TestSyncBenchmark) and the rollout, binary
+// against binary (TestRolloutBenchmark, bench/rollout-results.json). It is
+// built only with the bench build tag; run it with `make bench` or one of
+// the bench-* targets.
 package bench

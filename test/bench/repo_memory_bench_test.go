@@ -42,10 +42,12 @@ var manifests = map[string]string{
 // 100,000 small files, all of them under --path (listed and walked; only
 // the three manifests among them are YAML). PLIMSOLL_BENCH_BIN is the
 // binary measured (default bin/plimsoll); PLIMSOLL_BENCH_BEFORE, when set,
-// is measured the same way for comparison. Writes bench/results.md.
+// is measured the same way for comparison; PLIMSOLL_BENCH_KUBECONFIG is
+// the control plane (default: the local one, .cluster). Writes
+// bench/results.md.
 func TestRepositoryMemoryBenchmark(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	kubeconfig := filepath.Join(root, ".cluster", "kubeconfig")
+	kubeconfig := envOr("PLIMSOLL_BENCH_KUBECONFIG", filepath.Join(root, ".cluster", "kubeconfig"))
 	binaries := []string{envOr("PLIMSOLL_BENCH_BIN", filepath.Join(root, "bin", "plimsoll"))}
 	if before := os.Getenv("PLIMSOLL_BENCH_BEFORE"); before != "" {
 		binaries = append(binaries, before)

@@ -21,13 +21,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The workloads of the rollout benchmark and how they roll. The steps and
 // the delay are timed, so that every rollout ends without a command.
 const (
 	rolloutReplicas = 4
+	scaleReplicas   = 10
 	canarySteps     = "25%, pause 10s, 50%, pause 10s, 100%"
 	scaleDownDelay  = "10s"
 	pollInterval    = "2s"
@@ -39,6 +39,7 @@ const (
 	statusNamespace    = "plimsoll-bench"
 	canaryNamespace    = "plimsoll-bench-canary"
 	blueGreenNamespace = "plimsoll-bench-blue-green"
+	rollingNamespace   = "plimsoll-bench-rolling"
 	syncName           = "bench"
 
 	// settle is the wait after all workloads are Healthy before the next
@@ -71,16 +72,19 @@ const (
 	roleActive        = "active"
 )
 
-// strategy is one of the two strategies the benchmark rolls.
+// strategy is one of the strategies the benchmark rolls.
 type strategy struct {
 	name      string // as in plimsoll.dev/strategy
 	namespace string
 	prefix    string // of the workloads' names
+	replicas  int
 }
 
 var (
-	canary    = strategy{name: "canary", namespace: canaryNamespace, prefix: "c"}
-	blueGreen = strategy{name: "blue-green", namespace: blueGreenNamespace, prefix: "bg"}
+	canary    = strategy{name: "canary", namespace: canaryNamespace, prefix: "c", replicas: rolloutReplicas}
+	blueGreen = strategy{name: "blue-green", namespace: blueGreenNamespace, prefix: "bg", replicas: rolloutReplicas}
+	// rolling is the scale benchmark's: many workloads of more pods.
+	rolling = strategy{name: "rolling", namespace: rollingNamespace, prefix: "r", replicas: scaleReplicas}
 )
 
 // rolloutEnv is what a run of the benchmark is told by its environment.
@@ -162,11 +166,7 @@ func (e rolloutEnv) rolloutBound(n int) time.Duration {
 // several sittings, and replaced when they did not.
 func TestRolloutBenchmark(t *testing.T) {
 	env := readRolloutEnv(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
-	if err != nil {
-		t.Fatalf("load kubeconfig %s (is the benchmark's control plane up? make bench-rollout starts it): %v", env.kubeconfig, err)
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	cfg, client := benchClient(t, env.kubeconfig)
 	version := strings.TrimSpace(runOutput(t, env.bin, "version"))
 	sum := fileSHA256(t, env.bin)
 	jsonPath := filepath.Join(env.root, "bench", "rollout-results.json")
@@ -199,27 +199,23 @@ func TestRenderRolloutResults(t *testing.T) {
 	writeSection(t, filepath.Join(root, "bench", "results.md"), "rollout", results.render())
 }
 
-// rolloutRun takes one run of n workloads per strategy: a fresh repository
-// and namespaces, a daemon, its first sync, a canary rollout, a blue-green
-// rollout, idle; then it stops the daemon and deletes the namespaces.
+// rolloutRun takes one run of n workloads per strategy with plimsoll, the
+// binary of env: see driverRun.
 func rolloutRun(t *testing.T, env rolloutEnv, cfg *rest.Config, client kubernetes.Interface, n, run int) rolloutRecord {
+	return driverRun(t, env, cfg, client, &plimsollDriver{bin: env.bin}, env.label, n, run)
+}
+
+// driverRun takes one run of n workloads per strategy with the controller
+// of drv, its rows named label: fresh namespaces, the controller and its
+// first revision, a canary rollout, a blue-green rollout, idle; then it
+// stops the controller and deletes the namespaces.
+func driverRun(t *testing.T, env rolloutEnv, cfg *rest.Config, client kubernetes.Interface, drv rolloutDriver, label string, n, run int) rolloutRecord {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	namespaces := []string{statusNamespace, canaryNamespace, blueGreenNamespace}
-	for _, ns := range namespaces {
-		deleteNamespaceIfExists(t, client, ns)
-	}
-	for _, ns := range namespaces {
-		createNamespace(t, client, ns)
-	}
-	defer func() {
-		for _, ns := range namespaces {
-			deleteNamespaceIfExists(t, client, ns)
-		}
-	}()
+	defer freshNamespaces(t, client, statusNamespace, canaryNamespace, blueGreenNamespace)()
 
 	rec := rolloutRecord{
-		Label: env.label, N: n, Run: run, Replicas: rolloutReplicas,
+		Label: label, N: n, Run: run, Replicas: rolloutReplicas,
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Machine: machine(),
 		Load:    []float64{loadAverage()},
@@ -229,37 +225,33 @@ func rolloutRun(t *testing.T, env rolloutEnv, cfg *rest.Config, client kubernete
 		t.Fatalf("list the nodes: %v", err)
 	}
 	rec.Nodes = len(nodes.Items)
-	repo := newBenchRepo(t, n)
-	watch := startHealthWatch(ctx, t, client)
-	proxy := startAPIProxy(t, cfg)
+	both := []strategy{canary, blueGreen}
+	watch := newHealthWatch()
+	drv.watch(ctx, t, cfg, watch, both)
+	proxy, work, proxyKubeconfig := startProxyDir(t, cfg)
 	defer proxy.Close()
-	work := t.TempDir()
-	proxyKubeconfig := filepath.Join(work, "kubeconfig")
-	proxy.writeKubeconfig(t, proxyKubeconfig)
-	logPath := filepath.Join(filepath.Dir(env.kubeconfig), "logs", fmt.Sprintf("plimsoll-%s-n%d-%d.log", env.label, n, run))
-	d := startDaemon(t, env.bin, logPath, "run", "--repo", "file://"+repo.bare, "--interval", pollInterval,
-		"--listen", "127.0.0.1:0", "--kubeconfig", proxyKubeconfig, "--namespace", statusNamespace,
-		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))
-	defer d.stop(t)
+	logPath := filepath.Join(filepath.Dir(env.kubeconfig), "logs", fmt.Sprintf("%s-n%d-%d.log", label, n, run))
+	procs, first := drv.begin(t, proxyKubeconfig, work, logPath, n, both)
+	defer procs.stop(t)
 
-	m := &meter{t: t, ctx: ctx, client: client, proxy: proxy, daemon: d, watch: watch}
-	// The first sync: 2n workloads from nothing to Healthy at revision 1.
+	m := &meter{t: t, ctx: ctx, client: client, proxy: proxy, procs: procs, watch: watch}
+	// The first revision: 2n workloads from nothing to Healthy.
 	start := m.read(false)
-	done := watch.waitHealthy(t, d, []strategy{canary, blueGreen}, n, 1, initialBound(n))
-	rec.Initial = m.phase(start, d.started, 2*n, done, initialBound(n), repo.commits[0], []strategy{canary, blueGreen}, 1)
+	done := watch.waitHealthy(t, procs, both, n, 1, initialBound(n))
+	rec.Initial = m.phase(start, procs.started(), 2*n, done, initialBound(n), first, both, 1)
 	if !rec.Initial.Finished {
 		rec.Load = append(rec.Load, loadAverage())
 		rec.PeakRSSKiB = rec.Initial.PeakRSSKiB
 		return rec
 	}
-	for _, s := range []strategy{canary, blueGreen} {
+	for _, s := range both {
 		time.Sleep(settle)
 		before := m.read(true)
 		pushed := time.Now()
-		commit := repo.roll(t, s, imageV2)
+		key := drv.roll(t, s, imageV2, watch)
 		bound := env.rolloutBound(n)
-		done := watch.waitHealthy(t, d, []strategy{s}, n, 2, bound)
-		p := m.phase(before, pushed, n, done, bound, commit, []strategy{s}, 2)
+		done := watch.waitHealthy(t, procs, []strategy{s}, n, 2, bound)
+		p := m.phase(before, pushed, n, done, bound, key, []strategy{s}, 2)
 		if s == canary {
 			rec.Canary = p
 		} else {
@@ -287,27 +279,29 @@ type meter struct {
 	ctx    context.Context
 	client kubernetes.Interface
 	proxy  *apiProxy
-	daemon *daemon
+	procs  procGroup
 	watch  *healthWatch
 }
 
 // reading is the state of the counters at one moment.
 type reading struct {
 	at      time.Time
-	cpu     float64 // the daemon's CPU seconds so far
+	cpu     float64 // the controller's CPU seconds so far
 	harness float64 // the benchmark process's CPU seconds so far
 	peakRSS int64   // KiB
+	rss     int64   // KiB, now
 	api     requestCounts
 	daemon  requestCounts
 }
 
-// read takes a reading; with resetPeak, it first sets the daemon's peak
-// RSS back to its current RSS, so that the next reading's peak is that of
-// what happened in between.
+// read takes a reading; with resetPeak, it first sets the controller's
+// peak RSS back to its current RSS, so that the next reading's peak is
+// that of what happened in between.
 func (m *meter) read(resetPeak bool) reading {
-	t, pid := m.t, m.daemon.cmd.Process.Pid
+	t := m.t
+	m.procs.failIfExited(t)
 	if resetPeak {
-		if err := resetPeakRSS(pid); err != nil {
+		if err := m.procs.resetPeakRSS(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,11 +309,11 @@ func (m *meter) read(resetPeak bool) reading {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := procCPU(pid)
+	cpu, err := m.procs.cpu()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rss, err := proc.PeakRSS(pid)
+	peak, rss, err := m.procs.memory()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,13 +321,14 @@ func (m *meter) read(resetPeak bool) reading {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reading{at: time.Now(), cpu: cpu, harness: harness, peakRSS: rss, api: api, daemon: m.proxy.snapshot()}
+	return reading{at: time.Now(), cpu: cpu, harness: harness, peakRSS: peak, rss: rss, api: api, daemon: m.proxy.snapshot()}
 }
 
 // phase measures what happened since reading before: the rollout of n
-// workloads of strategies to revision, started at start (the push of
-// commit), which ended (done) or not within bound.
-func (m *meter) phase(before reading, start time.Time, n int, done bool, bound time.Duration, commit string, ss []strategy, revision int) phaseRecord {
+// workloads of strategies to revision, started at start (the push of a
+// commit, the apply of manifests), which ended (done) or not within
+// bound. key is what the rollout's applied time is recorded under.
+func (m *meter) phase(before reading, start time.Time, n int, done bool, bound time.Duration, key string, ss []strategy, revision int) phaseRecord {
 	after := m.read(false)
 	times := m.watch.healthyTimes(ss, revision, start)
 	p := phaseRecord{
@@ -342,7 +337,7 @@ func (m *meter) phase(before reading, start time.Time, n int, done bool, bound t
 		CPUSeconds: after.cpu - before.cpu, HarnessCPUSeconds: after.harness - before.harness, PeakRSSKiB: after.peakRSS,
 		API: after.api.minus(before.api), Daemon: after.daemon.minus(before.daemon),
 	}
-	if at, ok := m.watch.appliedAt(commit); ok {
+	if at, ok := m.watch.appliedAt(key); ok {
 		p.AppliedSeconds = at.Sub(start).Seconds()
 	}
 	if len(times) > 0 {
@@ -360,6 +355,15 @@ func (m *meter) phase(before reading, start time.Time, n int, done bool, bound t
 		p.TotalSeconds = bound.Seconds()
 	}
 	return p
+}
+
+// benchClient is a client of the benchmark's control plane, as its admin.
+func benchClient(t *testing.T, kubeconfig string) (*rest.Config, kubernetes.Interface) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s (is the benchmark's control plane up? make bench starts it): %v", kubeconfig, err)
+	}
+	return cfg, kubernetes.NewForConfigOrDie(cfg)
 }
 
 // fileSHA256 returns the SHA-256 of the file at path, in hex.

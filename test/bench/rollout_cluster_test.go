@@ -6,13 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,16 +32,16 @@ type benchRepo struct {
 	commits    []string
 }
 
-// newBenchRepo writes n canary and n blue-green workloads at imageV1,
-// commits them and pushes them to a new bare repository.
-func newBenchRepo(t *testing.T, n int) *benchRepo {
+// newBenchRepo writes n workloads of each of ss at imageV1, commits them
+// and pushes them to a new bare repository.
+func newBenchRepo(t *testing.T, n int, ss []strategy) *benchRepo {
 	r := &benchRepo{work: t.TempDir(), bare: filepath.Join(t.TempDir(), "bench.git"), n: n}
 	r.git(t, "init", "--quiet", "--initial-branch=main")
 	r.git(t, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	for _, s := range []strategy{canary, blueGreen} {
+	for _, s := range ss {
 		r.write(t, s, imageV1)
 	}
-	r.commit(t, fmt.Sprintf("%d canary and %d blue-green workloads at %s", n, n, imageV1))
+	r.commit(t, fmt.Sprintf("%d workloads of each of %s at %s", n, strategyNames(ss), imageV1))
 	return r
 }
 
@@ -83,22 +81,30 @@ func (r *benchRepo) git(t *testing.T, args ...string) string {
 
 // workloadManifest is one workload of strategy s: its Deployment, as in
 // examples/canary and examples/blue-green but with timed steps and delay,
-// and its Service.
+// and, but for a rolling workload, its Service.
 func workloadManifest(s strategy, name, image string) string {
-	annotations := fmt.Sprintf("    %s: canary\n    %s: %s\n    %s: %q\n", keyStrategy, keyService, name, keySteps, canarySteps)
-	if s == blueGreen {
+	var annotations string
+	switch s {
+	case canary:
+		annotations = fmt.Sprintf("    %s: canary\n    %s: %s\n    %s: %q\n", keyStrategy, keyService, name, keySteps, canarySteps)
+	case blueGreen:
 		annotations = fmt.Sprintf("    %s: blue-green\n    %s: %s\n    %s: %s\n", keyStrategy, keyActiveService, name, keyScaleDownDelay, scaleDownDelay)
+	default:
+		annotations = fmt.Sprintf("    %s: rolling\n", keyStrategy)
 	}
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels:
-    app: %[1]s
-  annotations:
-%[3]sspec:
-  replicas: %[4]d
+	out := fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %[1]s\n  namespace: %[2]s\n  labels:\n    app: %[1]s\n  annotations:\n%[3]s",
+		name, s.namespace, annotations) + workloadSpec(name, image, s.replicas)
+	if s != rolling {
+		out += serviceManifest(name, s.namespace)
+	}
+	return out
+}
+
+// workloadSpec is the spec of every benchmark workload's Deployment (or
+// Rollout): replicas pods of image, selected by app: name.
+func workloadSpec(name, image string, replicas int) string {
+	return fmt.Sprintf(`spec:
+  replicas: %[2]d
   selector:
     matchLabels:
       app: %[1]s
@@ -109,7 +115,7 @@ metadata:
     spec:
       containers:
       - name: app
-        image: %[5]s
+        image: %[3]s
         ports:
         - name: http
           containerPort: 8080
@@ -117,7 +123,12 @@ metadata:
           requests:
             cpu: 10m
             memory: 16Mi
----
+`, name, replicas, image)
+}
+
+// serviceManifest is a workload's Service, a document of its own.
+func serviceManifest(name, namespace string) string {
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: Service
 metadata:
@@ -130,130 +141,79 @@ spec:
   - name: http
     port: 80
     targetPort: http
-`, name, s.namespace, annotations, rolloutReplicas, image)
+`, name, namespace)
 }
 
-// daemon is a running `plimsoll run`.
-type daemon struct {
-	cmd     *exec.Cmd
-	started time.Time
-	log     *os.File
-	exited  chan struct{}
-	waitErr error
-}
-
-// startDaemon starts bin with args, its output in logPath.
-func startDaemon(t *testing.T, bin, logPath string, args ...string) *daemon {
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		t.Fatalf("create the daemon's log directory: %v", err)
-	}
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatalf("create the daemon's log: %v", err)
-	}
-	d := &daemon{cmd: exec.Command(bin, args...), log: f, exited: make(chan struct{})}
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	d.started = time.Now()
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	go func() {
-		d.waitErr = d.cmd.Wait()
-		close(d.exited)
-	}()
-	t.Logf("daemon started (pid %d), log %s", d.cmd.Process.Pid, logPath)
-	return d
-}
-
-// failIfExited fails the test when the daemon is no longer running.
-func (d *daemon) failIfExited(t *testing.T) {
-	select {
-	case <-d.exited:
-		out, _ := os.ReadFile(d.log.Name())
-		t.Fatalf("the daemon exited: %v\n%s", d.waitErr, tail(string(out)))
-	default:
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL after stopGrace, and waits for the exit.
-func (d *daemon) stop(t *testing.T) {
-	defer d.log.Close()
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(stopGrace):
-		t.Logf("the daemon did not stop on SIGTERM within %s; killing it", stopGrace)
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-}
-
-// healthWatch follows, through informers, the phase and revision of every
-// workload's primary Deployment (the canary's stable Deployment <name>,
-// the blue-green color with role active), and the commits the sync status
-// names. It records when each workload was first seen Healthy at each
-// revision. It reads the cluster once and then only watches, so that its
-// own requests do not weigh in the API server's counts.
+// healthWatch follows, through informers, whether each workload is
+// Healthy and at which revision, and when what a controller was handed
+// was applied. It records when each workload was first seen Healthy at each
+// revision. Its informers read the cluster once and then only watch, so
+// that their own requests do not weigh in the API server's counts. What
+// Healthy means is the controller's: see watchPlimsoll, watchArgo and
+// watchNative.
 type healthWatch struct {
 	mu      sync.Mutex
 	healthy map[string]map[int]time.Time // "namespace/name" -> revision -> first seen Healthy
-	phase   map[string]string            // "namespace/name" -> phase of the primary
-	applied map[string]time.Time         // commit -> first seen in the sync status
+	phase   map[string]string            // "namespace/name" -> phase
+	applied map[string]time.Time         // commit (or other key) -> first seen applied
 }
 
-func startHealthWatch(ctx context.Context, t *testing.T, client kubernetes.Interface) *healthWatch {
-	w := &healthWatch{healthy: map[string]map[int]time.Time{}, phase: map[string]string{}, applied: map[string]time.Time{}}
+func newHealthWatch() *healthWatch {
+	return &healthWatch{healthy: map[string]map[int]time.Time{}, phase: map[string]string{}, applied: map[string]time.Time{}}
+}
+
+// watchPlimsoll feeds w the phase and revision of every plimsoll workload
+// of ss (its primary Deployment: the canary's and rolling workload's
+// Deployment <name>, the blue-green color with role active), and the
+// commits the status of the sync syncName names, in any namespace.
+func watchPlimsoll(ctx context.Context, t *testing.T, client kubernetes.Interface, w *healthWatch, ss []strategy) {
 	var synced []cache.InformerSynced
-	for _, s := range []strategy{canary, blueGreen} {
+	for _, s := range ss {
 		lw := cache.NewFilteredListWatchFromClient(client.AppsV1().RESTClient(), "deployments", s.namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = labelWorkload })
 		inf := cache.NewSharedIndexInformer(lw, &appsv1.Deployment{}, 0, cache.Indexers{})
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.observe(s, obj) },
-			UpdateFunc: func(_, obj any) { w.observe(s, obj) },
-		}); err != nil {
-			t.Fatalf("watch the Deployments of %s: %v", s.namespace, err)
-		}
-		go inf.Run(ctx.Done())
-		synced = append(synced, inf.HasSynced)
+		synced = append(synced, runInformer(ctx, t, inf, "the Deployments of "+s.namespace, func(obj any) { w.observePlimsoll(s, obj) }))
 	}
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", statusNamespace,
+	waitSynced(ctx, t, synced...)
+	watchSyncStatus(ctx, t, client, w)
+}
+
+// watchSyncStatus feeds w the commits the status of the sync syncName
+// names, in any namespace.
+func watchSyncStatus(ctx context.Context, t *testing.T, client kubernetes.Interface, w *healthWatch) {
+	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll,
 		fields.OneTermEqualSelector("metadata.name", "plimsoll-sync-"+syncName))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	record := func(obj any) {
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok {
-			return
+	waitSynced(ctx, t, runInformer(ctx, t, inf, "the sync status", func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Annotations[keyCommit] != "" {
+			w.markAppliedNow(cm.Annotations[keyCommit])
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if c := cm.Annotations[keyCommit]; c != "" {
-			if _, seen := w.applied[c]; !seen {
-				w.applied[c] = time.Now()
-			}
-		}
-	}
+	}))
+}
+
+// runInformer runs inf until ctx ends, handing observe every object it
+// adds or updates, and returns its HasSynced; what names what it watches.
+func runInformer(ctx context.Context, t *testing.T, inf cache.SharedIndexInformer, what string, observe func(any)) cache.InformerSynced {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
-		UpdateFunc: func(_, obj any) { record(obj) },
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
 	}); err != nil {
-		t.Fatalf("watch the sync status: %v", err)
+		t.Fatalf("watch %s: %v", what, err)
 	}
 	go inf.Run(ctx.Done())
-	synced = append(synced, inf.HasSynced)
+	return inf.HasSynced
+}
+
+// waitSynced waits until the informers of synced have read the cluster.
+func waitSynced(ctx context.Context, t *testing.T, synced ...cache.InformerSynced) {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		t.Fatal("the benchmark's informers did not sync")
 	}
-	return w
 }
 
-// observe records the status of a workload whose Deployment changed.
-func (w *healthWatch) observe(s strategy, obj any) {
+// observePlimsoll records the status of a workload whose Deployment
+// changed.
+func (w *healthWatch) observePlimsoll(s strategy, obj any) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {
 		return
@@ -266,9 +226,12 @@ func (w *healthWatch) observe(s strategy, obj any) {
 	if name == "" || !primary {
 		return
 	}
-	key := d.Namespace + "/" + name
-	phase := d.Annotations[keyPhase]
 	rev, _ := strconv.Atoi(d.Annotations[keyRevision])
+	w.record(d.Namespace+"/"+name, d.Annotations[keyPhase], rev)
+}
+
+// record notes that workload key is in phase at revision now.
+func (w *healthWatch) record(key, phase string, revision int) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -279,8 +242,18 @@ func (w *healthWatch) observe(s strategy, obj any) {
 	if w.healthy[key] == nil {
 		w.healthy[key] = map[int]time.Time{}
 	}
-	if _, seen := w.healthy[key][rev]; !seen {
-		w.healthy[key][rev] = now
+	if _, seen := w.healthy[key][revision]; !seen {
+		w.healthy[key][revision] = now
+	}
+}
+
+// markApplied notes that what key names was applied at, unless it was
+// seen before.
+func (w *healthWatch) markApplied(key string, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, seen := w.applied[key]; !seen {
+		w.applied[key] = at
 	}
 }
 
@@ -312,23 +285,45 @@ func (w *healthWatch) count(ss []strategy, phase string) int {
 	return n
 }
 
-// appliedAt returns when the sync status was first seen naming commit.
-func (w *healthWatch) appliedAt(commit string) (time.Time, bool) {
+// markAppliedNow notes that what key names was applied now, unless it was
+// seen before.
+func (w *healthWatch) markAppliedNow(key string) { w.markApplied(key, time.Now()) }
+
+// waitApplied waits until what key names is applied, for at most bound,
+// and reports whether it got there. It fails the test if a process of the
+// controller exits.
+func (w *healthWatch) waitApplied(t *testing.T, procs procGroup, key string, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		procs.failIfExited(t)
+		if _, ok := w.appliedAt(key); ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Logf("%s not applied after %s", key, bound)
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// appliedAt returns when what key names was first seen applied.
+func (w *healthWatch) appliedAt(key string) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	at, ok := w.applied[commit]
+	at, ok := w.applied[key]
 	return at, ok
 }
 
 // waitHealthy waits until the n workloads of each of ss are Healthy at
 // revision, for at most bound, and reports whether they all got there. It
-// fails the test if the daemon exits.
-func (w *healthWatch) waitHealthy(t *testing.T, d *daemon, ss []strategy, n, revision int, bound time.Duration) bool {
+// fails the test if a process of the controller exits.
+func (w *healthWatch) waitHealthy(t *testing.T, procs procGroup, ss []strategy, n, revision int, bound time.Duration) bool {
 	start := time.Now()
 	want := n * len(ss)
 	lastLog := start
 	for {
-		d.failIfExited(t)
+		procs.failIfExited(t)
 		got := len(w.healthyTimes(ss, revision, start))
 		if got == want {
 			return true
@@ -356,6 +351,22 @@ func strategyNames(ss []strategy) string {
 		names = append(names, s.name)
 	}
 	return strings.Join(names, "+")
+}
+
+// freshNamespaces deletes the namespaces, if they exist, and creates them
+// anew; it returns the function that deletes them at the end of a run.
+func freshNamespaces(t *testing.T, client kubernetes.Interface, namespaces ...string) func() {
+	for _, ns := range namespaces {
+		deleteNamespaceIfExists(t, client, ns)
+	}
+	for _, ns := range namespaces {
+		createNamespace(t, client, ns)
+	}
+	return func() {
+		for _, ns := range namespaces {
+			deleteNamespaceIfExists(t, client, ns)
+		}
+	}
 }
 
 // createNamespace creates namespace ns and waits for its default

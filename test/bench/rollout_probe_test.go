@@ -16,6 +16,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +79,13 @@ func startAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 	}
 	p := &apiProxy{counts: requestCounts{Verbs: map[string]int64{}}}
 	rp := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			// The client's token is a placeholder (see writeKubeconfig):
+			// the upstream transport adds cfg's credentials only to a
+			// request that carries none.
+			r.Out.Header.Del("Authorization")
+		},
 		Transport: upstream,
 		// Stream watch events as they come.
 		FlushInterval: -1,
@@ -105,6 +112,18 @@ func startAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 	return p
 }
 
+// startProxyDir starts a proxy to the API server of cfg (see
+// startAPIProxy) and writes a kubeconfig that reaches it into a new
+// directory, for a controller's other files too; it returns the proxy,
+// the directory and the kubeconfig's path.
+func startProxyDir(t *testing.T, cfg *rest.Config) (p *apiProxy, dir, kubeconfig string) {
+	p = startAPIProxy(t, cfg)
+	dir = t.TempDir()
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	p.writeKubeconfig(t, kubeconfig)
+	return p, dir, kubeconfig
+}
+
 // snapshot returns the counts so far.
 func (p *apiProxy) snapshot() requestCounts {
 	p.mu.Lock()
@@ -113,7 +132,9 @@ func (p *apiProxy) snapshot() requestCounts {
 }
 
 // writeKubeconfig writes a kubeconfig at path that reaches the API server
-// through the proxy. It holds no credentials: the proxy adds them.
+// through the proxy. It holds no credentials: the proxy adds them. Its
+// token is a placeholder the proxy drops, since some clients (Argo
+// Rollouts') prompt for a password when a kubeconfig's user has none.
 func (p *apiProxy) writeKubeconfig(t *testing.T, path string) {
 	t.Helper()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw})
@@ -126,7 +147,7 @@ clusters:
     certificate-authority-data: %s
 users:
 - name: bench
-  user: {}
+  user: {token: added-by-the-proxy}
 contexts:
 - name: bench
   context: {cluster: bench, user: bench}

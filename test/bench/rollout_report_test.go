@@ -73,23 +73,32 @@ type rolloutResults struct {
 
 func loadRolloutResults(t *testing.T, path string) *rolloutResults {
 	r := &rolloutResults{}
+	loadJSON(t, path, r)
+	return r
+}
+
+func (r *rolloutResults) save(t *testing.T, path string) { saveJSON(t, path, r) }
+
+// loadJSON reads the JSON file at path into v; without a file, v is left
+// as it is.
+func loadJSON(t *testing.T, path string, v any) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return r
+		return
 	}
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	if err := json.Unmarshal(raw, r); err != nil {
+	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}
-	return r
 }
 
-func (r *rolloutResults) save(t *testing.T, path string) {
-	raw, err := json.MarshalIndent(r, "", "  ")
+// saveJSON writes v to path as indented JSON.
+func saveJSON(t *testing.T, path string, v any) {
+	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		t.Fatalf("encode the rollout results: %v", err)
+		t.Fatalf("encode %s: %v", path, err)
 	}
 	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
 		t.Fatalf("write %s: %v", path, err)

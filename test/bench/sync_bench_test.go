@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
 // The workload of the benchmark: 2,000 objects in 20 files.
@@ -184,15 +182,8 @@ func gitRepo(t *testing.T, dir string) string {
 // proc.RunPeak).
 func run(t *testing.T, bin string, args ...string) measurement {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	peak, err := proc.RunPeak(cmd, rssPoll)
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(out.String()))
-	}
-	return measurement{wall: time.Since(start), maxRSS: peak}
+	p := runMeasured(t, bin, args...)
+	return measurement{wall: time.Duration(p.Seconds * float64(time.Second)), maxRSS: p.PeakRSSKiB}
 }
 
 func runOutput(t *testing.T, bin string, args ...string) string {

@@ -19,21 +19,28 @@ import (
 // PeakRSS returns the peak resident set size of process pid in KiB
 // (VmHWM in /proc/<pid>/status), since it started or since its peak was
 // last reset.
-func PeakRSS(pid int) (int64, error) {
+func PeakRSS(pid int) (int64, error) { return statusKiB(pid, "VmHWM") }
+
+// RSS returns the resident set size of process pid in KiB now (VmRSS in
+// /proc/<pid>/status).
+func RSS(pid int) (int64, error) { return statusKiB(pid, "VmRSS") }
+
+// statusKiB reads the line key of /proc/<pid>/status, a size in kB.
+func statusKiB(pid int, key string) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read the peak RSS of process %d: %w", pid, err)
+		return 0, fmt.Errorf("read %s of process %d: %w", key, pid, err)
 	}
 	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("read the peak RSS of process %d: bad line %q", pid, line)
+				return 0, fmt.Errorf("read %s of process %d: bad line %q", key, pid, line)
 			}
 			return kib, nil
 		}
 	}
-	return 0, fmt.Errorf("read the peak RSS of process %d: no VmHWM", pid)
+	return 0, fmt.Errorf("read %s of process %d: no such line", key, pid)
 }
 
 // RunPeak starts cmd, reads its peak RSS every poll while it runs, and

@@ -1,0 +1,54 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// rolloutDriver is the controller a rollout run measures and how it is
+// handed its workloads: plimsoll from Git, Argo Rollouts from applied
+// Rollouts.
+type rolloutDriver interface {
+	// watch starts the informers that feed w when each workload of ss is
+	// Healthy at which revision, and when what the controller was handed
+	// was applied; they stop with ctx.
+	watch(ctx context.Context, t *testing.T, cfg *rest.Config, w *healthWatch, ss []strategy)
+	// begin starts the controller, talking to the API server through
+	// kubeconfig and logging to logPath, with n workloads of each of ss at
+	// imageV1 (work is a directory of its own). It returns the
+	// controller's processes and the key the applied time of that first
+	// revision is recorded under in the watch.
+	begin(t *testing.T, kubeconfig, work, logPath string, n int, ss []strategy) (procGroup, string)
+	// roll changes the image of every workload of s to image and returns
+	// the key its applied time is recorded under in w.
+	roll(t *testing.T, s strategy, image string, w *healthWatch) string
+}
+
+// plimsollDriver is `plimsoll run`, polling a file:// repository of the
+// workloads' Deployments and Services every pollInterval.
+type plimsollDriver struct {
+	bin  string
+	repo *benchRepo
+}
+
+func (p *plimsollDriver) watch(ctx context.Context, t *testing.T, cfg *rest.Config, w *healthWatch, ss []strategy) {
+	watchPlimsoll(ctx, t, kubernetes.NewForConfigOrDie(cfg), w, ss)
+}
+
+func (p *plimsollDriver) begin(t *testing.T, kubeconfig, work, logPath string, n int, ss []strategy) (procGroup, string) {
+	p.repo = newBenchRepo(t, n, ss)
+	d := startDaemon(t, p.bin, logPath, "run", "--repo", "file://"+p.repo.bare, "--interval", pollInterval,
+		"--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", statusNamespace,
+		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))
+	return procGroup{d}, p.repo.commits[0]
+}
+
+func (p *plimsollDriver) roll(t *testing.T, s strategy, image string, _ *healthWatch) string {
+	return p.repo.roll(t, s, image)
+}
