@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -33,20 +32,29 @@ import (
 //	    points the HPA at the new active color; the sync writes the same
 //	    target into the Git HPA (see ScaleTarget), so it is no drift.
 
-// autoscalerOf returns the HorizontalPodAutoscaler of namespace ns that
-// targets Deployment name, nil when none does.
-func (c *Controller) autoscalerOf(ns, name string) *autoscalingv2.HorizontalPodAutoscaler {
+// autoscalerOf returns the HorizontalPodAutoscaler of namespace ns, from
+// the caches, that targets one of the Deployments names, and the name it
+// targets; nil when none does.
+func (c *Controller) autoscalerOf(ns string, names ...string) (*autoscalingv2.HorizontalPodAutoscaler, string) {
 	v, ok := c.viewOf(ns)
 	if !ok || v.autoscalers == nil {
-		return nil
+		return nil, ""
 	}
 	list, _ := v.autoscalers.HorizontalPodAutoscalers(ns).List(labels.Everything())
+	return scalerOf(list, names)
+}
+
+// scalerOf returns the first of list that targets one of the Deployments
+// names, and the name it targets; nil when none does.
+func scalerOf(list []*autoscalingv2.HorizontalPodAutoscaler, names []string) (*autoscalingv2.HorizontalPodAutoscaler, string) {
 	for _, h := range list {
-		if targets(h, name) {
-			return h
+		for _, name := range names {
+			if targets(h, name) {
+				return h, name
+			}
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // targets reports whether h scales the apps/v1 Deployment name.
@@ -59,34 +67,25 @@ func targets(h *autoscalingv2.HorizontalPodAutoscaler, name string) bool {
 // targets it, and whether one does: the count the HPA set, which is d's
 // own.
 func (c *Controller) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
-	if d == nil || c.autoscalerOf(d.Namespace, d.Name) == nil {
+	if d == nil {
 		return 0, false
 	}
-	return liveCount(d), true
+	if h, _ := c.autoscalerOf(d.Namespace, d.Name); h == nil {
+		return 0, false
+	}
+	return specReplicas(d), true
 }
 
-// liveCount is d's spec.replicas, 1 when unset.
-func liveCount(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
-}
-
-// retarget points the HPA that targets Deployment from at Deployment to,
-// as a blue-green swap hands the traffic over. No HPA, or one that
-// targets to already, is nothing to do.
-func (c *Controller) retarget(ctx context.Context, ns, from, to string) error {
-	h := c.autoscalerOf(ns, from)
-	if h == nil || from == to {
-		return nil
-	}
+// retarget points HPA h at Deployment to, as a blue-green swap hands the
+// traffic over.
+func (c *Controller) retarget(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler, to string) error {
 	patch := fmt.Appendf(nil, `{"spec":{"scaleTargetRef":{"name":%q}}}`, to)
-	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, h.Name, types.MergePatchType, patch,
+	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).Patch(ctx, h.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("point HorizontalPodAutoscaler %s at Deployment %s: %w", h.Name, to, err)
 	}
-	c.log.Info("pointed the autoscaler at the active color", "workload", ns+"/"+workloadOfColor(from), "autoscaler", h.Name, "deployment", to)
+	c.log.Info("pointed the autoscaler at the active color", "namespace", h.Namespace, "autoscaler", h.Name,
+		"from", h.Spec.ScaleTargetRef.Name, "deployment", to)
 	return nil
 }
 
@@ -107,11 +106,6 @@ func (c *Controller) enqueueAutoscaled(obj any) {
 		}
 	}
 	c.queue.Add(h.Namespace + "/" + name)
-}
-
-// workloadOfColor is the workload name of a color's Deployment name.
-func workloadOfColor(deployment string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(deployment, contract.SuffixBlue), contract.SuffixGreen)
 }
 
 // ScaleTarget names the live Deployment that an HPA of Git Deployment
@@ -149,16 +143,17 @@ func (c *Controller) liveDeployment(ctx context.Context, ns, name string) (*apps
 // server (plimsoll diff).
 func (c *Controller) autoscaledLive(ctx context.Context, ns, live string) (bool, error) {
 	if c.running() {
-		return c.autoscalerOf(ns, live) != nil, nil
+		h, _ := c.autoscalerOf(ns, live)
+		return h != nil, nil
 	}
 	list, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
 	}
+	all := make([]*autoscalingv2.HorizontalPodAutoscaler, len(list.Items))
 	for i := range list.Items {
-		if targets(&list.Items[i], live) {
-			return true, nil
-		}
+		all[i] = &list.Items[i]
 	}
-	return false, nil
+	h, _ := scalerOf(all, []string{live})
+	return h != nil, nil
 }

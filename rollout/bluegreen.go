@@ -136,7 +136,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		return false, err
 	}
 	state := readState(annotationsOf(bg.primary()))
-	state.Replicas = desiredReplicas(git)
+	state.Replicas = specReplicas(git)
 	if n, ok := c.blueGreenCount(bg); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
@@ -266,10 +266,9 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 // scales (the active color, or <name> before the first swap), and whether
 // one does.
 func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
-	for _, d := range []*appsv1.Deployment{bg.color(strategies.Color(bg.active.Spec.Selector[contract.LabelColor])), bg.blue, bg.green, bg.legacy} {
-		if n, ok := c.autoscaledCount(d); ok {
-			return n, true
-		}
+	_, target := c.autoscalerOf(bg.ns, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen, bg.name)
+	if d := bg.w.deploys[target]; d != nil {
+		return specReplicas(d), true
 	}
 	return 0, false
 }
@@ -288,14 +287,11 @@ func (c *Controller) followActive(ctx context.Context, bg *blueGreen, actions []
 	if to == nil {
 		return nil
 	}
-	for _, from := range []string{bg.name, bg.name + contract.SuffixBlue, bg.name + contract.SuffixGreen} {
-		if from != to.Name {
-			if err := c.retarget(ctx, bg.ns, from, to.Name); err != nil {
-				return err
-			}
-		}
+	h, from := c.autoscalerOf(bg.ns, bg.name, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen)
+	if h == nil || from == to.Name {
+		return nil
 	}
-	return nil
+	return c.retarget(ctx, h, to.Name)
 }
 
 // colorPods returns the pods of workload w by color.

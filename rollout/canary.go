@@ -80,7 +80,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		return false, err
 	}
 	state := readState(annotationsOf(cy.stable))
-	state.Replicas = desiredReplicas(git)
+	state.Replicas = specReplicas(git)
 	if n, ok := c.autoscaledCount(cy.stable); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}

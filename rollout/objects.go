@@ -63,12 +63,13 @@ func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 	return d
 }
 
-// desiredReplicas is spec.replicas in Git, 1 when unset.
-func desiredReplicas(git *appsv1.Deployment) int32 {
-	if git.Spec.Replicas == nil {
+// specReplicas is d's spec.replicas (Git's, or a live Deployment's), 1
+// when unset.
+func specReplicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
 		return 1
 	}
-	return *git.Spec.Replicas
+	return *d.Spec.Replicas
 }
 
 // workloadTemplate is t labelled with its workload and stamped with its
