@@ -77,9 +77,7 @@ func TestAutoscaledWorkloads(t *testing.T) {
 			endpoints.waitReady(t, "6 endpoints of revision 2", func(pods []string) bool { return len(pods) == 6 && len(withPrefix(pods, tc.after+"-")) == 6 })
 			waitForScaleTarget(t, s.ns, "web", tc.after, 6)
 			checkPods(t, s.ns, "app=web", 6, "registry.example/web:v2")
-			if got := fewestSince(endpoints, sixAt(endpoints, mark)); got < tc.promise {
-				t.Errorf("the Service had %d ready endpoints after it reached 6, want never fewer than %d", got, tc.promise)
-			}
+			checkMinReady(t, endpoints, sixAt(endpoints, mark), tc.promise)
 
 			t.Log("three polls after the HPA scaled write nothing")
 			generations := deploymentGenerations(t, s.ns)
@@ -150,12 +148,6 @@ func sixAt(w *endpointWatch, mark int) int {
 		}
 	}
 	return len(w.states)
-}
-
-// fewestSince is the fewest ready endpoints in any state since mark.
-func fewestSince(w *endpointWatch, mark int) int {
-	got, _ := w.minReadySince(mark)
-	return got
 }
 
 // TestAutoscaledCanaryWithoutReplicas is a canary workload with no

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestHPAScalesOnExternalMetric shows that the local control plane's real
@@ -41,43 +38,17 @@ func TestHPAScalesOnExternalMetric(t *testing.T) {
 	kubectl(t, "apply", "-n", ns, "-f", manifest)
 
 	t.Log("at a load of 200 the HPA reads the metric and holds 2 replicas")
-	waitForHPA(t, ns, "web", 2)
+	waitForScaleTarget(t, ns, "web", "web", 2)
 	waitForComplete(t, ns, "web", 2)
 
 	t.Log("at a load of 600 it scales the Deployment to 6")
 	changed := time.Now()
 	a.setLoad(t, ns, "web", 600)
 	served := time.Since(changed)
-	waitForHPA(t, ns, "web", 6)
+	waitForScaleTarget(t, ns, "web", "web", 6)
 	t.Logf("load 600 served by the metrics API %s after it was set; HPA decided 6 replicas %s after that",
 		served.Round(100*time.Millisecond), (time.Since(changed) - served).Round(100*time.Millisecond))
 	waitForComplete(t, ns, "web", 6)
-}
-
-// waitForHPA waits until the HorizontalPodAutoscaler name has read its
-// metrics (ScalingActive) and decided on replicas, and its target
-// Deployment of the same name has been scaled to them.
-func waitForHPA(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	var last string
-	waitFor(t, fmt.Sprintf("HPA %s/%s to scale to %d", ns, name, replicas), func(ctx context.Context) (bool, error) {
-		hpa, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		d, err := suite.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		active := hpaCondition(hpa, autoscalingv2.ScalingActive)
-		now := fmt.Sprintf("desiredReplicas %d, Deployment spec.replicas %d, ScalingActive %s (%s)",
-			hpa.Status.DesiredReplicas, *d.Spec.Replicas, active.Status, active.Message)
-		if now != last {
-			t.Logf("HPA %s: %s", name, now)
-			last = now
-		}
-		return active.Status == corev1.ConditionTrue && hpa.Status.DesiredReplicas == replicas && *d.Spec.Replicas == replicas, nil
-	})
 }
 
 // hpaCondition returns the HPA's condition of type c, or one of status
