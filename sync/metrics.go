@@ -21,6 +21,7 @@ type Metrics struct {
 	syncs    *prometheus.CounterVec
 	duration prometheus.Histogram
 	writes   *prometheus.CounterVec
+	quiet    prometheus.Counter
 }
 
 // NewMetrics creates the sync metrics and registers them with reg.
@@ -39,8 +40,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "plimsoll_sync_object_writes_total",
 			Help: "Objects written or deleted by syncs, by action (create, update, restore, none, delete).",
 		}, []string{"action"}),
+		quiet: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "plimsoll_sync_quiet_polls_total",
+			Help: "Polls that found the applied commit still at the branch head and nothing the sync wrote changed since, and so read and wrote nothing. They count in plimsoll_sync_total as synced too.",
+		}),
 	}
-	reg.MustRegister(m.syncs, m.duration, m.writes)
+	reg.MustRegister(m.syncs, m.duration, m.writes, m.quiet)
 	return m
 }
 
@@ -50,6 +55,15 @@ func (m *Metrics) observe(outcome string, d time.Duration) {
 	}
 	m.syncs.WithLabelValues(outcome).Inc()
 	m.duration.Observe(d.Seconds())
+}
+
+// quietPoll counts a poll that had nothing to do (see Syncer.quietPoll).
+func (m *Metrics) quietPoll(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.quiet.Inc()
+	m.observe(outcomeSynced, d)
 }
 
 func (m *Metrics) objects(changes []apply.Change, pruned apply.PruneResult) {

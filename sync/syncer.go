@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,6 +133,10 @@ type Config struct {
 	// Notifier, when set, hears of the status of every attempt that
 	// reached the sync record (see StatusReport).
 	Notifier Notifier
+	// Watch, when set, lets Run skip the polls that find the applied
+	// commit still at the branch head and nothing it wrote changed (see
+	// quietPoll). SyncOnce always syncs.
+	Watch *apply.Watch
 }
 
 // Syncer makes the cluster match the followed branch, one commit at a time.
@@ -142,6 +147,20 @@ type Syncer struct {
 	// handedOff is the commit whose Deployments the rollout controller
 	// was last handed; "" after a failed sync.
 	handedOff string
+	// applied is what the last SyncOnce applied, nil if it failed.
+	applied *appliedPass
+	// quiet is what lets the next poll skip, nil when it must sync.
+	quiet *quietMark
+	// full asks the next poll for a full sync (a Trigger or a request).
+	full atomic.Bool
+}
+
+// appliedPass is a sync that reached Synced: its commit and plan, and
+// whether prunes wait.
+type appliedPass struct {
+	commit  string
+	plan    *apply.Plan
+	waiting bool
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -167,9 +186,10 @@ func New(cfg Config) *Syncer {
 	return &Syncer{cfg: cfg, trigger: make(chan struct{}, 1), ready: make(chan struct{})}
 }
 
-// Trigger asks for a sync now. It never blocks; triggers that arrive while
-// one is pending are merged.
+// Trigger asks for a full sync now. It never blocks; triggers that arrive
+// while one is pending are merged.
 func (s *Syncer) Trigger() {
+	s.full.Store(true)
 	select {
 	case s.trigger <- struct{}{}:
 	default:
@@ -184,6 +204,9 @@ func (s *Syncer) Ready() <-chan struct{} { return s.ready }
 // While syncs fail, the wait doubles from Interval up to MaxBackoff; the
 // first success returns it to Interval.
 func (s *Syncer) Run(ctx context.Context) error {
+	if s.cfg.Watch != nil {
+		defer s.cfg.Watch.Stop()
+	}
 	go s.cfg.Store.WatchRequests(ctx, func() {
 		s.cfg.Log.Info("sync requested on the sync record; syncing now", "sync", s.cfg.Name)
 		s.Trigger()
@@ -192,7 +215,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	for {
 		wait := HeldRetry
 		if s.cfg.Writable == nil || s.cfg.Writable() {
-			err := s.SyncOnce(ctx)
+			err := s.poll(ctx)
 			select {
 			case <-s.ready:
 			default:
@@ -242,7 +265,39 @@ func backoff(interval, limit time.Duration, n int) time.Duration {
 // wrapping ErrHeld when a window holds the change, and the failure
 // otherwise; the failure is also in the sync status and in an Event.
 func (s *Syncer) SyncOnce(ctx context.Context) error {
+	return s.syncOnce(ctx, "")
+}
+
+// poll is one turn of Run: nothing at all when quietPoll says so, a full
+// sync otherwise, which leaves the quiet mark for the polls after it.
+func (s *Syncer) poll(ctx context.Context) error {
 	start := s.cfg.Clock.Now()
+	head, quiet := s.quietPoll(ctx)
+	if quiet {
+		s.cfg.Metrics.quietPoll(s.cfg.Clock.Since(start))
+		return nil
+	}
+	s.quiet = nil
+	var mark apply.WatchMark
+	if s.cfg.Watch != nil {
+		mark = s.cfg.Watch.Mark() // before anything is read: what changes after counts
+	}
+	err := s.syncOnce(ctx, head)
+	if p := s.applied; err == nil && p != nil && !p.waiting && s.cfg.Watch != nil {
+		scopes, complete := s.watchScopes(p.plan)
+		s.cfg.Watch.Follow(scopes)
+		if complete {
+			s.quiet = &quietMark{commit: p.commit, mark: mark, scopes: scopes, at: start}
+		}
+	}
+	return err
+}
+
+// syncOnce is SyncOnce at branch head head, or at the head it asks the
+// remote for when head is "".
+func (s *Syncer) syncOnce(ctx context.Context, head string) error {
+	start := s.cfg.Clock.Now()
+	s.applied = nil
 	rec, repair, err := s.load(ctx)
 	status, outcome := inventory.Status{}, outcomeFailed
 	switch {
@@ -255,7 +310,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 	case err != nil:
 		status = s.unreadable(ctx, rec.Status, err)
 	default:
-		status, outcome, err = s.sync(ctx, &rec)
+		status, outcome, err = s.sync(ctx, &rec, head)
 		if repair != "" && err == nil {
 			status.Message += "; " + repair
 		}
@@ -273,10 +328,14 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 }
 
 // sync does the work of SyncOnce and returns the status to record; it
-// updates rec.Inventory with what was applied and pruned.
-func (s *Syncer) sync(ctx context.Context, rec *inventory.Record) (inventory.Status, string, error) {
+// updates rec.Inventory with what was applied and pruned. head is the
+// branch head when the caller has asked already.
+func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (inventory.Status, string, error) {
 	prev := rec.Status
-	head, err := s.cfg.Source.Head(ctx)
+	var err error
+	if head == "" {
+		head, err = s.cfg.Source.Head(ctx)
+	}
 	if err == nil {
 		err = s.cfg.Source.Fetch(ctx, head)
 	}
@@ -371,6 +430,7 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	}
 	s.cfg.Metrics.objects(changes, pruned)
 	waits := describeWaits(pruned.Waiting)
+	s.applied = &appliedPass{commit: commit.Hash, plan: plan, waiting: len(pruned.Waiting) > 0}
 	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
@@ -78,6 +79,14 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
+	var watch *apply.Watch
+	if !once {
+		meta, err := metadata.NewForConfig(restCfg)
+		if err != nil {
+			return nil, fmt.Errorf("build metadata client: %w", err)
+		}
+		watch = apply.NewWatch(meta, o.syncName)
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
@@ -123,6 +132,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Clock:       clk,
 		Writable:    d.writable,
 		Notifier:    syncNotifier,
+		Watch:       watch,
 	})
 	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
 	return d, nil

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -134,6 +133,14 @@ type Plan struct {
 	Prune []inventory.Entry
 }
 
+// Scopes returns the resources and namespaces of the plan's objects,
+// sorted, and whether they hold every object: a kind that is not served
+// yet is in none (see Item.Mapping).
+func (p *Plan) Scopes() ([]Scope, bool) {
+	complete := !slices.ContainsFunc(p.Items, func(it *Item) bool { return it.Mapping == nil })
+	return scopesOf(p.Items), complete
+}
+
 // Writes returns the items that need a write, in plan order.
 func (p *Plan) Writes() []*Item {
 	var out []*Item
@@ -176,7 +183,7 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 		wanted[it.Key()] = true
 	}
 
-	live, err := a.readLive(ctx, plan.Items)
+	live, err := a.readLive(ctx, scopesOf(plan.Items))
 	if err != nil {
 		return nil, err
 	}
@@ -207,39 +214,47 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 	return plan, nil
 }
 
-// readLive lists, once per resource and namespace, the objects this sync
-// labelled, and returns those that are desired, by reference. Listing by
-// label keeps the cost of a no-op sync at a handful of requests however
-// many objects there are.
-func (a *Applier) readLive(ctx context.Context, items []*Item) (map[manifest.Key]*unstructured.Unstructured, error) {
-	type scope struct {
-		gvr       schema.GroupVersionResource
-		namespace string
-	}
-	scopes := map[scope]bool{}
+// scopesOf returns the resources and namespaces of the mapped items,
+// sorted.
+func scopesOf(items []*Item) []Scope {
+	seen := map[Scope]bool{}
+	var scopes []Scope
 	for _, it := range items {
 		if it.Mapping == nil {
 			continue
 		}
-		s := scope{gvr: it.Mapping.Resource}
+		s := Scope{Resource: it.Mapping.Resource}
 		if it.Mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			s.namespace = it.Object.Obj.GetNamespace()
+			s.Namespace = it.Object.Obj.GetNamespace()
 		}
-		scopes[s] = true
+		if !seen[s] {
+			seen[s] = true
+			scopes = append(scopes, s)
+		}
 	}
+	slices.SortFunc(scopes, func(x, y Scope) int {
+		return strings.Compare(x.Resource.String()+"/"+x.Namespace, y.Resource.String()+"/"+y.Namespace)
+	})
+	return scopes
+}
+
+// readLive lists, once per scope, the objects this sync labelled, by
+// reference. Listing by label keeps the cost of a no-op sync at a handful
+// of requests however many objects there are.
+func (a *Applier) readLive(ctx context.Context, scopes []Scope) (map[manifest.Key]*unstructured.Unstructured, error) {
 	selector := metav1.ListOptions{LabelSelector: contract.LabelSync + "=" + a.cfg.SyncName}
 	live := map[manifest.Key]*unstructured.Unstructured{}
-	for s := range scopes {
-		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.gvr)
-		if s.namespace != "" {
-			client = a.cfg.Dynamic.Resource(s.gvr).Namespace(s.namespace)
+	for _, s := range scopes {
+		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.Resource)
+		if s.Namespace != "" {
+			client = a.cfg.Dynamic.Resource(s.Resource).Namespace(s.Namespace)
 		}
 		list, err := client.List(ctx, selector)
 		if err != nil {
 			if isNamespaceGone(err) {
 				continue // the namespace is created by this sync
 			}
-			return nil, fmt.Errorf("list %s in %q: %w", s.gvr.Resource, s.namespace, err)
+			return nil, fmt.Errorf("list %s in %q: %w", s.Resource.Resource, s.Namespace, err)
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]

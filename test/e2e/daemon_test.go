@@ -118,10 +118,13 @@ func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
 
 // TestDaemonRestoresDrift changes an applied object by hand and checks that
 // the daemon restores it at the next interval without writing the others.
+// Between changes the polls are quiet (they read and write nothing), and a
+// change by hand ends that at once: an edited ConfigMap and a deleted
+// Service are back within a few polls.
 func TestDaemonRestoresDrift(t *testing.T) {
 	s := newSyncTarget(t)
 	head := s.repo.commit("base", baseTree())
-	startDaemon(t, s, "--interval", "1s")
+	d := startDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	waitForPhase(t, s.ns, "web", "Healthy")
 	// The controllers are done writing once the Deployment controller has
@@ -129,9 +132,11 @@ func TestDaemonRestoresDrift(t *testing.T) {
 	waitForDeployment(t, s.ns, "web", "its latest generation observed", func(d *appsv1.Deployment) bool {
 		return d.Status.ObservedGeneration >= d.Generation
 	})
+	waitForQuietPolls(t, d, 3)
 	objs := baseObjects(s.ns)
 	before := resourceVersions(t, objs)
 
+	t.Log("1. a ConfigMap edited by hand")
 	patch := []byte(`{"data":{"color":"red"}}`)
 	if _, err := suite.client.CoreV1().ConfigMaps(s.ns).Patch(context.Background(), "app", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("change ConfigMap app by hand: %v", err)
@@ -146,6 +151,34 @@ func TestDaemonRestoresDrift(t *testing.T) {
 			t.Errorf("%s was rewritten though it did not drift", o)
 		}
 	}
+
+	t.Log("2. quiet again, then a Service deleted by hand")
+	waitForQuietPolls(t, d, 3)
+	if err := suite.client.CoreV1().Services(s.ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete Service web by hand: %v", err)
+	}
+	waitFor(t, "Service web to be created again", func(ctx context.Context) (bool, error) {
+		_, err := suite.client.CoreV1().Services(s.ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	restored := resourceVersions(t, objs)
+	waitForQuietPolls(t, d, 3)
+	for _, o := range objs {
+		if now := resourceVersion(t, o); now != restored[o] && o.gvr != deployments {
+			t.Errorf("%s written during quiet polls (resourceVersion %s, then %s)", o, restored[o], now)
+		}
+	}
+}
+
+// waitForQuietPolls waits until daemon d has made n more quiet polls: the
+// commit applied is still the branch head and nothing it applied changed,
+// so the poll read and wrote nothing.
+func waitForQuietPolls(t *testing.T, d *daemon, n float64) {
+	t.Helper()
+	quiet := metricSum(t, d, "plimsoll_sync_quiet_polls_total")
+	waitFor(t, fmt.Sprintf("%v more quiet polls", n), func(context.Context) (bool, error) {
+		return metricSum(t, d, "plimsoll_sync_quiet_polls_total") >= quiet+n, nil
+	})
 }
 
 // TestDaemonWebhook checks that a signed POST /hook triggers a sync at once

@@ -1,0 +1,67 @@
+package sync
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/sync/apply"
+)
+
+// verifyEvery is how long polls may go without a full sync while nothing
+// changes: a full sync then reads every object again even though no watch
+// saw a change. It is the rollout controller's resync period too.
+const verifyEvery = 10 * time.Minute
+
+// The scopes a Watch follows besides those of the plan.
+var (
+	deploymentsScope = appsv1.SchemeGroupVersion.WithResource("deployments")
+	configMapsScope  = corev1.SchemeGroupVersion.WithResource("configmaps")
+)
+
+// quietMark is what a full sync left for the polls after it: the commit
+// it applied and the moment of the Watch it read the cluster at. While
+// the branch head is still that commit and nothing the sync wrote has
+// changed since, a poll has nothing to do, and does nothing: no render, no
+// request, no write.
+type quietMark struct {
+	commit string
+	mark   apply.WatchMark
+	scopes []apply.Scope
+	at     time.Time
+}
+
+// quietPoll reports whether this poll can skip the sync, and the branch
+// head it found ("" if it did not look, or could not). It never says yes
+// to a poll after a failure, a held change, prunes that wait, a request or
+// a Trigger, or verifyEvery after the last full sync.
+func (s *Syncer) quietPoll(ctx context.Context) (head string, quiet bool) {
+	q := s.quiet
+	if s.cfg.Watch == nil || q == nil || s.full.Swap(false) || s.cfg.Clock.Since(q.at) >= verifyEvery {
+		return "", false
+	}
+	head, err := s.cfg.Source.Head(ctx)
+	if err != nil {
+		return "", false // the sync asks again, and records the failure
+	}
+	return head, head == q.commit && s.cfg.Watch.Unchanged(q.mark, q.scopes)
+}
+
+// watchScopes are the scopes of plan that a poll must see unchanged: the
+// plan's, but for Deployments (the rollout controller writes them, and
+// keeps them as Git says), and the sync record's own ConfigMaps, labelled
+// with the sync's name like everything it applied. It returns false when
+// some object of the plan is of a kind that has no scope yet.
+func (s *Syncer) watchScopes(plan *apply.Plan) ([]apply.Scope, bool) {
+	record := apply.Scope{Resource: configMapsScope, Namespace: s.cfg.Store.Object().Namespace}
+	scopes := []apply.Scope{record}
+	planned, complete := plan.Scopes()
+	for _, sc := range planned {
+		if sc.Resource != deploymentsScope && sc != record {
+			scopes = append(scopes, sc)
+		}
+	}
+	return scopes, complete
+}
