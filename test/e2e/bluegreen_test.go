@@ -237,6 +237,7 @@ func waitingForPromote(t *testing.T) *syncTarget {
 func TestBlueGreenServiceChange(t *testing.T) {
 	s := waitingForPromote(t)
 	endpoints := watchEndpoints(t, s.ns, "shop")
+	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -233,6 +233,9 @@ func TestCanaryRetry(t *testing.T) {
 	startDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
+	// Healthy counts available pods; the EndpointSlice controller may
+	// list the last of them a moment later.
+	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
 	failed := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded")).Annotations["plimsoll.dev/failed-hash"]
