@@ -229,8 +229,9 @@ func (k *cluster) settleEndpoints(live map[string]corev1.Pod) {
 
 // requests returns the API requests the client saw since the last call,
 // watches and the informers' lists aside, as "verb resource/name" lines,
-// a patch followed by its body and a Deployment's update by its replicas:
-// "update deployments/api-blue replicas=0".
+// a patch followed by its body and a Deployment's update by its replicas
+// and any maxSurge of its rolling update: "update deployments/api-blue
+// replicas=0", "update deployments/api replicas=4 maxSurge=100%".
 func requests(client *fake.Clientset) []string {
 	var out []string
 	for _, a := range client.Actions() {
@@ -252,6 +253,9 @@ func requests(client *fake.Clientset) []string {
 		case k8stesting.UpdateAction:
 			if d, ok := a.GetObject().(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
 				line += fmt.Sprintf(" replicas=%d", *d.Spec.Replicas)
+				if r := d.Spec.Strategy.RollingUpdate; r != nil && r.MaxSurge != nil {
+					line += " maxSurge=" + r.MaxSurge.String()
+				}
 			}
 		}
 		out = append(out, line)

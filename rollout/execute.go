@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -92,6 +93,15 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 			// The stable Deployment's new ReplicaSet is the canary's
 			// commit in `kubectl rollout history`.
 			keepAnnotation(want, canary, AnnotationChangeCause)
+		}
+		if want.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			all, none := intstr.FromString("100%"), intstr.FromInt32(0)
+			want.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &all, MaxUnavailable: &none}}
+		}
+	case strategies.StableSettle:
+		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
+			want.Spec.Strategy = *canary.Spec.Strategy.DeepCopy()
 		}
 	}
 	if err := c.writeDeployment(ctx, live, want); err != nil {

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,9 @@ func before(t *testing.T, r []string, a, b []string) {
 // writes as the planner lists them: canary pods are labelled before the
 // stable Deployment scales down for them; on promotion, stable takes the
 // template before the canary's pods are unlabelled and it goes to zero,
-// and those pods are unlabelled before it scales down.
+// and those pods are unlabelled before it scales down. The promotion
+// surges the whole count, and Git's strategy is back on the stable in the
+// end.
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.handOver("c0ffee1", gitDeployment("v1", canaryAnnotations))
@@ -90,6 +93,12 @@ func TestCanaryStepOrder(t *testing.T) {
 	}
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *k.deployment("api-canary").Spec.Replicas != 0 {
 		t.Errorf("after the rollout: api %s, api-canary at %d; want Healthy and 0", d.Annotations[contract.AnnotationPhase], *k.deployment("api-canary").Spec.Replicas)
+	}
+	if roundOf(rounds, "update deployments/api ", "replicas=4 maxSurge=100%") < 0 {
+		t.Errorf("no promotion of api with maxSurge 100%%:\n%s", show(rounds))
+	}
+	if stable, canary := k.deployment("api").Spec.Strategy, k.deployment("api-canary").Spec.Strategy; !reflect.DeepEqual(stable, canary) {
+		t.Errorf("api's strategy after the rollout %+v, want Git's (api-canary's) %+v", stable, canary)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -65,8 +66,14 @@ const (
 	// template, which lacks it (a workload that was rolling before).
 	StableServing
 	// StablePromote gives the stable Deployment the canary template, with
-	// plimsoll.dev/serving="true".
+	// plimsoll.dev/serving="true", and a rolling update that surges the
+	// whole count (maxSurge 100%, maxUnavailable 0) in place of Git's (a
+	// Recreate strategy stays): every new pod is asked for at once, and no
+	// old one goes before the new ones are available.
 	StablePromote
+	// StableSettle gives the stable Deployment back Git's strategy (the
+	// canary Deployment's) once a promotion has run.
+	StableSettle
 )
 
 // CanaryPlan is what PlanCanary decided: its Actions, in the order to
@@ -397,6 +404,25 @@ func stableFailing(d *appsv1.Deployment) bool {
 // planCanaryPromoted plans the step once stable runs the Git template:
 // stable at N; once it is fully available, every canary pod loses the
 // label and the canary scales to zero.
+//
+// The message while the stable is replaced does not count its updated
+// pods: each status written is a write of both Deployments, and the
+// Deployment controller answers each with two writes of its own (it
+// copies the annotations to the new ReplicaSet, and observes the new
+// generation). Counting 0/4, 1/4, 3/4 and 4/4 cost 12 writes per workload,
+// all of them in the one controller that every workload's promotion waits
+// for; `kubectl get deploy` counts them anyway.
+//
+// The promotion surges (see StablePromote): under Git's 25%/25% the
+// Deployment controller replaced 4 pods in three or four rounds, each a
+// wait in its queue behind every other workload's; surged, it is two (up,
+// then down). Git's strategy comes back (StableSettle) in the plan that
+// takes the canary away.
+//
+// The workload is Healthy once no canary pod serves and the canary asks
+// for none: its pods, out of the Service, end on their own, and waiting
+// for the Deployment controller to count them gone took 20 s a workload
+// with 50 rolling at once.
 func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved, n int32, revision string) CanaryPlan {
 	plan.StableReplicas = stableCount(desired, n)
 	if desired.Autoscaled {
@@ -405,17 +431,20 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved
 	status := &plan.Status
 	if !fullyAvailable(o.Stable, n) || !rolloutComplete(o.Stable) {
 		status.Phase = PhaseProgressing
-		status.Message = fmt.Sprintf("%s: promoting the stable Deployment, %d/%d updated", revision, o.Stable.Status.UpdatedReplicas, n)
+		status.Message = revision + ": promoting the stable Deployment"
 		return plan
 	}
 	plan.CanaryReplicas = new(int32)
 	plan.Step, plan.StepSince = 0, time.Time{}
+	if o.Canary != nil && !equality.Semantic.DeepEqual(o.Stable.Spec.Strategy, o.Canary.Spec.Strategy) {
+		plan.Stable = StableSettle
+	}
 	for _, p := range o.Pods {
 		if p.Serving {
 			plan.Unlabel = append(plan.Unlabel, p.Name)
 		}
 	}
-	if len(plan.Unlabel) > 0 || !scaledDown(o.Canary) {
+	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || (o.Canary != nil && liveReplicas(o.Canary) > 0) {
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}

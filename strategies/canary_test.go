@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -157,6 +158,10 @@ func canaryCases() []canaryCase {
 	st := func(n int32) *appsv1.Deployment { return stableDeploy(v3, sized(n)) }
 	cy := func(n int32) *appsv1.Deployment { return canaryDeploy(v4, sized(n)) }
 	promoted := stableDeploy(v4, sized(4))
+	surged := stableDeploy(v4, sized(4), func(d *appsv1.Deployment) {
+		all, none := intstr.FromString("100%"), intstr.FromInt32(0)
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &all, MaxUnavailable: &none}
+	})
 	four, two, zero := ptrTo(int32(4)), ptrTo(int32(2)), ptrTo(int32(0))
 	one, three := ptrTo(int32(1)), ptrTo(int32(3))
 
@@ -271,13 +276,30 @@ func canaryCases() []canaryCase {
 		{
 			name:     "promoted, stable 3/4 updated: the canary pods keep serving",
 			recorded: progressing4, stable: stableDeploy(v4, withPods(5, 3, 3, 3), rolling), canary: cy(2), pods: []Pod{serving("c0"), serving("c1")}, step: 4,
-			want: canaryWant{phase: PhaseProgressing, words: []string{"promoting", "3/4 updated"}, stable: four, step: 4},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"revision 4 (commit def5678): promoting the stable Deployment"}, stable: four, step: 4},
 		},
 		{
 			name:     "promoted, stable 4/4 available: every serving canary pod is unlabelled, the canary goes to 0",
 			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
 			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
 				unlabel: []string{"c0", "c1"}, since: sinceCleared},
+		},
+		{
+			name:     "promoted with a surge, stable 4/4 available: Git's strategy back on the stable, with the canary going to 0",
+			recorded: progressing4, stable: surged, canary: cy(2), pods: []Pod{serving("c0"), serving("c1")}, step: 4,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
+				template: StableSettle, unlabel: []string{"c0", "c1"}, since: sinceCleared},
+		},
+		{
+			name:     "promoted with a surge, canary already gone: the strategy settles before Healthy",
+			recorded: progressing4, stable: surged, canary: cy(0),
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted"}, stable: four, canary: zero, template: StableSettle, since: sinceCleared},
+		},
+		{
+			name:     "promoted, canary asks for 0 and its last pods, none serving, are ending: Healthy",
+			recorded: progressing4, stable: promoted, canary: canaryDeploy(v4, sized(0), withPods(2, 2, 2, 2)), pods: []Pod{ready("c0"), ready("c1")},
+			want:  canaryWant{phase: PhaseHealthy, words: []string{"revision 4 (commit def5678)", "4/4 available"}, stable: four, canary: zero, since: sinceCleared},
+			rests: true,
 		},
 		{
 			name:     "promoted, canary at 0 with no pods: Healthy",
