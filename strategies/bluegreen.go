@@ -167,7 +167,13 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		plan.Acted = fmt.Sprintf("aborted revision %d", decision.Revision)
 		decision.Action = RevisionRefused
 	}
-	if reason := analysisFailure(o.Analysis, o.Run, desired.Hash); reason != "" && decision.Action != RevisionRefused && inFlight {
+	// A failed post-promotion run swaps back while the old color is kept
+	// for it, whether or not a scale-down time was recorded: without one
+	// (lost to a write that failed after the swap) the revision would
+	// read as settled, and the failure would sit in the message while
+	// traffic stayed on the failed color.
+	keptForRun := active != "" && o.Run.Of(StagePostPromotion, desired.Hash) && !scaledDown(o.Deployment(active.Other()))
+	if reason := analysisFailure(o.Analysis, o.Run, desired.Hash); reason != "" && decision.Action != RevisionRefused && (inFlight || keptForRun) {
 		plan.Status.FailedHash = desired.Hash
 		plan = planBlueGreenRefused(plan, desired, recorded, o, n)
 		then := strings.TrimPrefix(plan.Status.Message, fmt.Sprintf("revision %d failed; ", decision.Revision))

@@ -103,6 +103,12 @@ func TestPlanBlueGreenAnalysis(t *testing.T) {
 			stage: StagePostPromotion, verdict: VerdictFailed, failed: true, greenReplicas: ptrTo(int32(0)),
 		},
 		{
+			name:  "the post-promotion run failed with no scale-down time recorded: traffic back on blue all the same",
+			green: greenUp(), active: ColorGreen, now: 10 * time.Second, run: run(StagePostPromotion, f),
+			phase: PhaseDegraded, words: []string{"revision 4 failed post-promotion", "traffic back on blue"}, wantActive: ColorBlue,
+			stage: StagePostPromotion, verdict: VerdictFailed, failed: true, greenReplicas: ptrTo(int32(0)),
+		},
+		{
 			name:  "the post-promotion run is inconclusive: Paused, blue kept",
 			green: greenUp(), active: ColorGreen, scaleDownAt: blueKept, now: time.Minute, run: run(StagePostPromotion, i, i),
 			phase: PhasePaused, words: []string{"inconclusive", "promote or abort (blue kept)"}, wantActive: ColorGreen,
