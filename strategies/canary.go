@@ -419,10 +419,10 @@ func stableFailing(d *appsv1.Deployment) bool {
 // then down). Git's strategy comes back (StableSettle) in the plan that
 // takes the canary away.
 //
-// The workload is Healthy once no canary pod serves and the canary asks
-// for none: its pods, out of the Service, end on their own, and waiting
-// for the Deployment controller to count them gone took 20 s a workload
-// with 50 rolling at once.
+// The workload is Healthy once the canary's pods are gone, as `kubectl
+// rollout status` would say: calling it Healthy while they ended saved 20
+// s a workload with 50 rolling at once, but left a user who lists the
+// pods of a Healthy workload looking at old ones.
 func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved, n int32, revision string) CanaryPlan {
 	plan.StableReplicas = stableCount(desired, n)
 	if desired.Autoscaled {
@@ -444,7 +444,7 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved
 			plan.Unlabel = append(plan.Unlabel, p.Name)
 		}
 	}
-	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || (o.Canary != nil && liveReplicas(o.Canary) > 0) {
+	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) {
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}

@@ -296,10 +296,9 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted"}, stable: four, canary: zero, template: StableSettle, since: sinceCleared},
 		},
 		{
-			name:     "promoted, canary asks for 0 and its last pods, none serving, are ending: Healthy",
+			name:     "promoted, canary asks for 0 and its last pods, none serving, are ending: not Healthy until they are gone",
 			recorded: progressing4, stable: promoted, canary: canaryDeploy(v4, sized(0), withPods(2, 2, 2, 2)), pods: []Pod{ready("c0"), ready("c1")},
-			want:  canaryWant{phase: PhaseHealthy, words: []string{"revision 4 (commit def5678)", "4/4 available"}, stable: four, canary: zero, since: sinceCleared},
-			rests: true,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero, since: sinceCleared},
 		},
 		{
 			name:     "promoted, canary at 0 with no pods: Healthy",
