@@ -33,6 +33,39 @@ type quietMark struct {
 	at     time.Time
 }
 
+// appliedPass is a sync that reached Synced: its commit and plan, and
+// whether prunes wait.
+type appliedPass struct {
+	commit  string
+	plan    *apply.Plan
+	waiting bool
+}
+
+// poll is one turn of Run: nothing at all when quietPoll says so, a full
+// sync otherwise, which leaves the quiet mark for the polls after it.
+func (s *Syncer) poll(ctx context.Context) error {
+	start := s.cfg.Clock.Now()
+	head, quiet := s.quietPoll(ctx)
+	if quiet {
+		s.cfg.Metrics.quietPoll(s.cfg.Clock.Since(start))
+		return nil
+	}
+	s.quiet = nil
+	var mark apply.WatchMark
+	if s.cfg.Watch != nil {
+		mark = s.cfg.Watch.Mark() // before anything is read: what changes after counts
+	}
+	err := s.syncOnce(ctx, head)
+	if p := s.applied; err == nil && p != nil && !p.waiting && s.cfg.Watch != nil {
+		scopes, complete := s.watchScopes(p.plan)
+		s.cfg.Watch.Follow(scopes)
+		if complete {
+			s.quiet = &quietMark{commit: p.commit, mark: mark, scopes: scopes, at: start}
+		}
+	}
+	return err
+}
+
 // quietPoll reports whether this poll can skip the sync, and the branch
 // head it found ("" if it did not look, or could not). It never says yes
 // to a poll after a failure, a held change, prunes that wait, a request or

@@ -155,14 +155,6 @@ type Syncer struct {
 	full atomic.Bool
 }
 
-// appliedPass is a sync that reached Synced: its commit and plan, and
-// whether prunes wait.
-type appliedPass struct {
-	commit  string
-	plan    *apply.Plan
-	waiting bool
-}
-
 // New returns a Syncer; the zero fields of cfg take their defaults.
 func New(cfg Config) *Syncer {
 	if cfg.Interval <= 0 {
@@ -266,31 +258,6 @@ func backoff(interval, limit time.Duration, n int) time.Duration {
 // otherwise; the failure is also in the sync status and in an Event.
 func (s *Syncer) SyncOnce(ctx context.Context) error {
 	return s.syncOnce(ctx, "")
-}
-
-// poll is one turn of Run: nothing at all when quietPoll says so, a full
-// sync otherwise, which leaves the quiet mark for the polls after it.
-func (s *Syncer) poll(ctx context.Context) error {
-	start := s.cfg.Clock.Now()
-	head, quiet := s.quietPoll(ctx)
-	if quiet {
-		s.cfg.Metrics.quietPoll(s.cfg.Clock.Since(start))
-		return nil
-	}
-	s.quiet = nil
-	var mark apply.WatchMark
-	if s.cfg.Watch != nil {
-		mark = s.cfg.Watch.Mark() // before anything is read: what changes after counts
-	}
-	err := s.syncOnce(ctx, head)
-	if p := s.applied; err == nil && p != nil && !p.waiting && s.cfg.Watch != nil {
-		scopes, complete := s.watchScopes(p.plan)
-		s.cfg.Watch.Follow(scopes)
-		if complete {
-			s.quiet = &quietMark{commit: p.commit, mark: mark, scopes: scopes, at: start}
-		}
-	}
-	return err
 }
 
 // syncOnce is SyncOnce at branch head head, or at the head it asks the
