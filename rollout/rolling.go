@@ -80,7 +80,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		return c.markInvalid(ctx, w, err, git.Annotations, live)
 	}
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
-		Analysis: j.specs, Run: j.run, Now: c.clock.Now()})
+		Analysis: j.specs, Run: j.run, Pods: templatePods(w, live), Now: c.clock.Now()})
 	c.requeueRolling(w, plan)
 	if plan.Template == strategies.TemplateLive && live == nil {
 		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
@@ -224,7 +224,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		return c.markInvalid(ctx, w, err, nil, live)
 	}
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
-		Analysis: j.specs, Run: j.run, Now: c.clock.Now()})
+		Analysis: j.specs, Run: j.run, Pods: templatePods(w, live), Now: c.clock.Now()})
 	c.requeueRolling(w, plan)
 	if err := c.retireWhenHealthy(ctx, w, live, plan.Status); err != nil {
 		return err
@@ -246,6 +246,16 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	c.report(updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
 	c.reportAnalysis(updated, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 	return nil
+}
+
+// templatePods are the pods of w that run live's template, known by the
+// stamp they carry (see strategies.Stamp); none for an unstamped template.
+func templatePods(w *workload, live *appsv1.Deployment) []strategies.Pod {
+	if live == nil || live.Spec.Template.Annotations[contract.AnnotationTemplateHash] == "" {
+		return nil
+	}
+	hash := live.Spec.Template.Annotations[contract.AnnotationTemplateHash]
+	return podStates(w.pods, func(p *corev1.Pod) bool { return p.Annotations[contract.AnnotationTemplateHash] == hash })
 }
 
 // requeueRolling plans workload w again when plan asks to (its
@@ -281,7 +291,7 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 	case contract.CommandRetry:
 		writeStatus(updated, strategies.Retry(recorded))
 		setRun(updated, nil) // the failed verification goes with the failed hash
-		did = "cleared the failed template; the next sync rolls out the Git template again"
+		did = "cleared the failed template; the Git template goes out again"
 	case contract.CommandPromote, contract.CommandAbort:
 		promote := strings.TrimSpace(cmd) == contract.CommandPromote
 		run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])

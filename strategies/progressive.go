@@ -149,12 +149,17 @@ func hashOf(d *appsv1.Deployment) string {
 // failedNow reports whether d, carrying the template hash, ran out of its
 // progress deadline on that template at now: the Deployment controller
 // says so after observing d's latest spec, or one of d's pods stalled (see
-// stalled). A workload recorded
-// Degraded is not failed again by a condition that outlived the failure
-// (see Retry): it waits until d makes progress.
+// stalled). A workload recorded Degraded is not failed again by a
+// condition that outlived the failure (see Retry), only by a pod that
+// stays not Ready for a whole deadline after the controller's last word
+// on d's progress (see stallAt).
 func failedNow(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, now time.Time) bool {
-	if d == nil || hashOf(d) != hash || recorded.Phase == PhaseDegraded {
+	if d == nil || hashOf(d) != hash {
 		return false
+	}
+	if recorded.Phase == PhaseDegraded {
+		at, ok := stallAt(d, pods, progressNoted(d))
+		return ok && !now.Before(at)
 	}
 	return (caughtUp(d) && deadlineExceeded(d)) || stalled(d, pods, now)
 }
@@ -176,6 +181,13 @@ func stalled(d *appsv1.Deployment, pods []Pod, now time.Time) bool {
 // reaches d's progress deadline (see stalled); ok is false when no pod
 // can stall.
 func firstStall(d *appsv1.Deployment, pods []Pod) (at time.Time, ok bool) {
+	return stallAt(d, pods, time.Time{})
+}
+
+// stallAt is firstStall with the deadline of each pod counted from after
+// at the earliest: a pod not Ready since 12:00:00, with a deadline of 10s
+// counted from 12:00:30, stalls at 12:00:40.
+func stallAt(d *appsv1.Deployment, pods []Pod, after time.Time) (at time.Time, ok bool) {
 	seconds := d.Spec.ProgressDeadlineSeconds
 	if seconds == nil || *seconds == math.MaxInt32 {
 		return time.Time{}, false
@@ -185,24 +197,46 @@ func firstStall(d *appsv1.Deployment, pods []Pod) (at time.Time, ok bool) {
 		if p.Ready || p.Deleting || p.NotReadySince.IsZero() {
 			continue
 		}
-		if t := p.NotReadySince.Add(deadline); !ok || t.Before(at) {
+		since := p.NotReadySince
+		if since.Before(after) {
+			since = after
+		}
+		if t := since.Add(deadline); !ok || t.Before(at) {
 			at, ok = t, true
 		}
 	}
 	return at, ok
 }
 
-// untilStalled is how long until one of pods stalls (see stalled), zero
-// when none is on its way to it or d, carrying the template hash, cannot
-// fail any more (see failedNow). A pod that stays not Ready changes
+// progressNoted is when the Deployment controller last wrote d's
+// Progressing condition (its lastUpdateTime), zero without one. After a
+// failure, ProgressDeadlineExceeded stays on d until d makes progress,
+// whatever template it carries: a retry that puts the failed template
+// back on a ReplicaSet that still runs its pods makes no progress in the
+// controller's eyes, and the condition would never change. The planners
+// then count the deadline of each pod of the retried template from this
+// moment on instead.
+func progressNoted(d *appsv1.Deployment) time.Time {
+	if c := progressCondition(d); c != nil {
+		return c.LastUpdateTime.Time
+	}
+	return time.Time{}
+}
+
+// untilStalled is how long until one of pods stalls (see failedNow), zero
+// when none is on its way to it or d does not carry the template hash. A pod that stays not Ready changes
 // nothing a watch would report, so the planners ask to plan again at the
 // deadline itself: with progressDeadlineSeconds 10 and a pod not Ready
 // since 12:00:00, at 12:00:04 that is 6s.
 func untilStalled(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, now time.Time) time.Duration {
-	if d == nil || hashOf(d) != hash || recorded.Phase == PhaseDegraded {
+	if d == nil || hashOf(d) != hash {
 		return 0
 	}
-	if at, ok := firstStall(d, pods); ok && at.After(now) {
+	var after time.Time
+	if recorded.Phase == PhaseDegraded {
+		after = progressNoted(d) // see failedNow
+	}
+	if at, ok := stallAt(d, pods, after); ok && at.After(now) {
 		return at.Sub(now)
 	}
 	return 0

@@ -36,7 +36,10 @@ type RollingObserved struct {
 	// Run is the recorded analysis run, with this reconcile's measurements
 	// folded in; nil when none was recorded.
 	Run *AnalysisRun
-	// Now is the time of planning; only analyses read it.
+	// Pods are the pods of the live template; only a Degraded workload
+	// waiting for progress reads them (see PlanRolling, step 4).
+	Pods []Pod
+	// Now is the time of planning.
 	Now time.Time
 }
 
@@ -119,7 +122,12 @@ type RollingPlan struct {
 //     Paused when the Deployment is paused, Progressing when not.
 //  4. The recorded phase is Degraded and the Deployment has not made
 //     progress since (deadline still exceeded, or the latest change not yet
-//     observed): stay Degraded and wait.
+//     observed): stay Degraded and wait. The exceeded deadline may be the
+//     one of the failure a retry answered, and the Deployment controller
+//     never lifts it when the retried template goes back onto a
+//     ReplicaSet whose pods still run: a pod of the live template that
+//     stays not Ready for a whole deadline after the controller last
+//     wrote the condition fails the revision again, as in step 7.
 //  5. The Deployment is paused: Paused.
 //  6. The Deployment controller has not observed the latest generation:
 //     the recorded phase and message stay; the status it reports is about
@@ -179,6 +187,12 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 	case !isLive:
 		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
 	case recorded.Phase == PhaseDegraded && (timedOut || !caughtUp):
+		if at, ok := stallAt(live, observed.Pods, progressNoted(live)); ok && caughtUp {
+			if !observed.Now.Before(at) {
+				return planFailure(plan, desired, recorded, observed, deadlineReason(live))
+			}
+			plan.RequeueAfter = at.Sub(observed.Now) // a stuck pod changes nothing a watch sees
+		}
 		plan.Status.Phase, plan.Status.Message = PhaseDegraded, waiting
 	case live.Spec.Paused:
 		plan.Status.Phase = PhasePaused
