@@ -155,6 +155,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	observed := strategies.CanaryObserved{
 		Stable: cy.stable, Canary: cy.canary,
 		ServiceSelectsServing: cy.service.Spec.Selector[contract.LabelServing] == "true",
+		ServiceReady:          cy.w.ready[cy.service.Name],
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}

@@ -38,6 +38,9 @@ type CanaryObserved struct {
 	// ServiceSelectsServing is true when the Service's selector has
 	// plimsoll.dev/serving="true".
 	ServiceSelectsServing bool
+	// ServiceReady are the pods the Service's EndpointSlices list as
+	// ready.
+	ServiceReady []string
 	// Step is the index (from 0) of the step the rollout is at, and
 	// StepSince when it got there.
 	Step      int
@@ -210,9 +213,14 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	case !o.ServiceSelectsServing:
 		// Until the Service selects serving pods only, a Ready canary pod
 		// would get traffic unlabelled: no canary before that.
-		// A stable failing on its own serves nothing the selector could
-		// take away: it does not hold the canary back.
-		if (fullyAvailable(o.Stable, liveReplicas(o.Stable)) && rolloutComplete(o.Stable)) || stableFailing(o.Stable) {
+		// A stable failing on its own, of which the Service holds no
+		// ready endpoint, loses nothing to the selector: it does not hold
+		// the canary back. Its status alone cannot tell: a Deployment
+		// adopted a moment after kubectl created it can read 0 ready
+		// while its 4 pods serve, the Deployment controller not having
+		// counted them yet.
+		if (fullyAvailable(o.Stable, liveReplicas(o.Stable)) && rolloutComplete(o.Stable)) ||
+			(stableFailing(o.Stable) && caughtUp(o.Stable) && len(o.ServiceReady) == 0) {
 			plan.SelectServing = true
 		}
 		status.Phase, status.Message = PhaseProgressing, "selecting the serving pods in the Service"

@@ -75,6 +75,7 @@ type canaryCase struct {
 	step                   int
 	now                    time.Duration
 	notSelecting           bool
+	serviceReady           []string
 	promote, abort, paused bool
 	want                   canaryWant
 	// rests says that the plan, once executed, is where the workload
@@ -106,7 +107,7 @@ func (c canaryCase) inputs() (CanaryDesired, Status, CanaryObserved) {
 		desired = *c.desired
 	}
 	return desired, c.recorded, CanaryObserved{
-		Stable: c.stable, Canary: c.canary, Pods: c.pods, ServiceSelectsServing: !c.notSelecting,
+		Stable: c.stable, Canary: c.canary, Pods: c.pods, ServiceSelectsServing: !c.notSelecting, ServiceReady: c.serviceReady,
 		Step: c.step, StepSince: t0, Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now),
 	}
 }
@@ -394,6 +395,20 @@ func canaryCases() []canaryCase {
 			name:     "the Service does not select serving pods yet and none of the stable's pods is Ready: select them, nothing served is lost",
 			recorded: progressing4, stable: stableDeploy(v3, withPods(4, 4, 0, 0)), canary: cy(0), notSelecting: true,
 			want: canaryWant{phase: PhaseProgressing, words: []string{"selecting the serving pods"}, selectServing: true},
+		},
+		{
+			// Adopted a moment after kubectl created it: its 4 pods serve,
+			// the Deployment controller has not counted them Ready yet.
+			name:     "the Service does not select serving pods yet, the stable reads 0 Ready but its pods serve: no selector change",
+			recorded: progressing4, stable: stableDeploy(v3, withPods(4, 4, 0, 0)), canary: cy(0), notSelecting: true,
+			serviceReady: []string{"web-1", "web-2", "web-3", "web-4"},
+			want:         canaryWant{phase: PhaseProgressing, words: []string{"selecting the serving pods"}},
+		},
+		{
+			name:     "the Service does not select serving pods yet and none of the stable's pods is Ready, its last write not observed: wait",
+			recorded: progressing4, stable: stableDeploy(v3, withPods(4, 4, 0, 0), withGeneration(3, 2)), canary: cy(0), notSelecting: true,
+			want:  canaryWant{phase: PhaseProgressing},
+			rests: true,
 		},
 		{
 			name:     "the Service does not select serving pods yet and stable is fully available: select them",

@@ -76,14 +76,6 @@ func TestAdoptAsProgressive(t *testing.T) {
 		{"blue-green", adoptBlueGreen, "web-blue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "canary" {
-				// Known defect, left open: under load, a Deployment adopted
-				// straight into canary has its Service select the serving
-				// label about 30 ms after adoption, before any pod has it,
-				// and the Service drops from 4 ready endpoints to none for
-				// about a second while the relabelled pods start.
-				t.Skip("adopting straight into canary can leave the Service with no ready endpoint for a moment; see the open issue")
-			}
 			s := newSyncTarget(t)
 			kubectlApply(t, s.ns, switchedExample(t, "v1", ""))
 			waitForReadyPods(t, s.ns, "app=web", 4)
