@@ -204,10 +204,10 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one, unlabel: []string{"c1"}},
 		},
 		{
-			name:     "25% done: 1 canary pod serves and stable has 3 available: on to step 2 at once",
+			name:     "25% done: 1 canary pod serves and stable has 3 available: step 2, the pause, in the same plan",
 			recorded: progressing4, stable: st(3), canary: cy(1), pods: []Pod{serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: 25% (1/4 pods serving)"}, stable: three, canary: one,
-				step: 1, since: sinceNow, requeue: atOnce},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/5: 25% (1/4 pods serving); paused until 12:00:30"}, stable: three, canary: one,
+				step: 1, since: sinceNow, requeue: 30 * time.Second},
 		},
 		{
 			name:     "25%: stable asks for 3 but the Deployment controller has not observed it: not done, the recorded message stands",
@@ -218,8 +218,8 @@ func canaryCases() []canaryCase {
 		{
 			name:     "25%: the stable fails on its own (none of its pods Ready) and runs 3: done, the canary is judged on its own pods",
 			recorded: progressing4, stable: stableDeploy(v3, withSpecReplicas(3), withPods(3, 3, 0, 0)), canary: cy(1), pods: []Pod{serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"(1/4 pods serving)"}, stable: three, canary: one,
-				step: 1, since: sinceNow, requeue: atOnce},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/5", "(1/4 pods serving)"}, stable: three, canary: one,
+				step: 1, since: sinceNow, requeue: 30 * time.Second},
 		},
 		{
 			name:     "25%: the failing stable still runs 4 of the 3 it asks for: not done",
@@ -246,10 +246,10 @@ func canaryCases() []canaryCase {
 			rests: true,
 		},
 		{
-			name:     "pause 30s, at its end: on to step 3 at once",
+			name:     "pause 30s, at its end: step 3, 50%, in the same plan",
 			recorded: progressing4, stable: st(3), canary: cy(1), pods: []Pod{serving("c0")}, step: 1, now: 30 * time.Second,
-			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/5"}, stable: three, canary: one,
-				step: 2, since: sinceNow, requeue: atOnce},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 3/5: 50% (1/4 pods serving)"}, stable: three, canary: two,
+				step: 2, since: sinceNow},
 		},
 		{
 			// The message of SPEC §3, word for word.
@@ -491,10 +491,11 @@ func TestPlanCanaryWeights(t *testing.T) {
 				case tt.weight == 100:
 					want = canaryWant{phase: PhaseProgressing, words: []string{"promoting"}, stable: ptrTo(tt.n), template: StablePromote}
 				case tt.canary == 0:
-					// Nothing to bring up, stable already at N: done.
-					want.step, want.since, want.requeue = 1, sinceNow, atOnce
-				}
-				if tt.weight < 100 {
+					// Nothing to bring up, stable already at N: done, and
+					// on to the pause in the same plan.
+					want.phase, want.step, want.since = PhasePaused, 1, sinceNow
+					want.words = []string{fmt.Sprintf("canary step 2/2: 0%% (0/%d pods serving); waiting for promote", tt.n)}
+				default:
 					want.words = []string{fmt.Sprintf("canary step 1/2: %d%% (%d/%d pods serving)", tt.weight, len(labelled), tt.n)}
 				}
 				checkCanary(t, plan, desired, o, want)
