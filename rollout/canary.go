@@ -38,8 +38,8 @@ func readCanary(w *workload, annotations map[string]string) (*canary, []strategi
 }
 
 // reconcileCanary reconciles a canary workload: with an intent that its
-// Deployments do not hold yet, it writes that first (takeCanary); then one
-// step of the plan.
+// Deployments do not hold yet, it takes that (takeCanary); then one step
+// of the plan, whose writes carry the intent too.
 func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent) error {
 	var git map[string]string
 	if in.git != nil {
@@ -58,8 +58,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
 		if wrote {
-			// Plan the first step from what was just written.
-			if cy, steps, err = readCanary(c.observe(w.ns, w.name, git), git); err != nil {
+			// Plan the first step from what takeCanary intends: its
+			// writes go out with the plan's.
+			if cy, steps, err = readCanary(w, git); err != nil {
 				return err
 			}
 		}
@@ -67,11 +68,15 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 	return c.stepCanary(ctx, cy, steps)
 }
 
-// takeCanary writes a canary workload's intent: the stable Deployment is
+// takeCanary takes a canary workload's intent: the stable Deployment is
 // created from Git when absent, else gets Git's metadata; the Git template
 // goes to <name>-canary with the commit as its change cause; every
-// Deployment gets the status of the hand-off (see strategies.HandOver). It
-// reports whether it wrote anything.
+// Deployment gets the status of the hand-off (see strategies.HandOver).
+// It writes nothing: what changes is intended (see workload.intend), and
+// written by the plan that follows, in the same write as the first step.
+// Writing the hand-off first cost a write of each Deployment per revision,
+// and the Deployment controller two of its own for each. It reports
+// whether anything is to be written.
 func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	wrote := false
@@ -102,9 +107,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	}
 	stamp(stable, annotations, strategies.RoleStable)
 	if cy.stable == nil || !holds(cy.stable, stable) {
-		if err := c.writeDeployment(ctx, cy.stable, stable); err != nil {
-			return false, err
-		}
+		cy.w.intend(cy.stable, stable)
 		wrote = true
 	}
 
@@ -126,9 +129,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	if want != nil {
 		stamp(want, annotations, strategies.RoleCanary)
 		if cy.canary == nil || !holds(cy.canary, want) {
-			if err := c.writeDeployment(ctx, cy.canary, want); err != nil {
-				return wrote, err
-			}
+			cy.w.intend(cy.canary, want)
 			wrote = true
 		}
 	}

@@ -104,7 +104,7 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 			want.Spec.Strategy = *canary.Spec.Strategy.DeepCopy()
 		}
 	}
-	if err := c.writeDeployment(ctx, live, want); err != nil {
+	if err := c.writeDeployment(ctx, x.w.cached(live), want); err != nil {
 		return err
 	}
 	if live == x.primary && x.written != nil {

@@ -69,12 +69,47 @@ type workload struct {
 	// ready holds, by Service name, the pods its EndpointSlices list as
 	// ready, sorted.
 	ready map[string][]string
+	// intended holds, by name, the cached copy (nil: none) of each
+	// Deployment of deploys that this reconcile means to write and has
+	// not written yet (see intend).
+	intended map[string]*appsv1.Deployment
 }
 
 // deployment returns the workload's Deployment name+suffix, nil when
 // there is none.
 func (w *workload) deployment(suffix string) *appsv1.Deployment {
 	return w.deploys[w.name+suffix]
+}
+
+// intend puts want in w in place of live (nil: want is to be created),
+// as the API server would return it once written, without writing it:
+// the plan that follows is made from it, and that plan's write of the
+// Deployment carries both (see cached). Its generation moves on as the
+// server's would for a change of spec or annotations, so the planners
+// read it as not yet observed by the Deployment controller, as they read
+// a Deployment just written.
+func (w *workload) intend(live, want *appsv1.Deployment) {
+	d := want.DeepCopy()
+	if live == nil {
+		d.Generation, d.Status = 1, appsv1.DeploymentStatus{}
+	} else {
+		d.Generation, d.Status = live.Generation+1, *live.Status.DeepCopy()
+	}
+	if w.intended == nil {
+		w.intended = map[string]*appsv1.Deployment{}
+	}
+	w.intended[d.Name] = live
+	w.deploys[d.Name] = d
+}
+
+// cached returns what a write of d, one of w's Deployments, goes against:
+// d itself, or for an intended one (see intend) the cached copy it stands
+// in for, nil when it is to be created.
+func (w *workload) cached(d *appsv1.Deployment) *appsv1.Deployment {
+	if live, ok := w.intended[d.Name]; ok && w.deploys[d.Name] == d {
+		return live
+	}
+	return d
 }
 
 // observe reads workload ns/name from the caches. serviceKeys' values in

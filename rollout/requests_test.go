@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -57,5 +58,47 @@ func TestUnchangedWorkloadMakesNoRequest(t *testing.T) {
 				t.Errorf("%d workloads queued by an unchanged hand-off", n)
 			}
 		})
+	}
+}
+
+// TestCanaryWritesEachDeploymentOncePerPlan rolls canary "api" (4
+// replicas, steps "25%, pause 1s, 50%, pause 1s, 100%") from v1 to v2 on
+// the fake cluster: the hand-off goes out with the first step (the new
+// template and the first canary pod in one write of api-canary), no plan
+// writes a Deployment twice, and a step that ends starts the next in the
+// same write (the step recorded is always the one the message names).
+func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
+	annotations := maps.Clone(canaryAnnotations)
+	annotations[contract.AnnotationSteps] = "25%, pause 1s, 50%, pause 1s, 100%"
+	k := newCluster(t, "api")
+	k.handOver("c0ffee1", gitDeployment("v1", annotations))
+	k.untilQuiet()
+	k.handOver("decade2", gitDeployment("v2", annotations))
+	for i := range 30 {
+		r := k.round()
+		if len(r) == 0 {
+			break
+		}
+		writes := map[string]int{}
+		for _, line := range r {
+			if verb, rest, _ := strings.Cut(line, " "); verb == "update" || verb == "create" {
+				name, _, _ := strings.Cut(rest, " ")
+				if writes[name]++; writes[name] > 1 {
+					t.Errorf("round %d writes %s twice:\n  %s", i, name, strings.Join(r, "\n  "))
+				}
+			}
+		}
+		api, canary := k.deployment("api"), k.deployment("api-canary")
+		if i == 0 && (canary.Annotations[contract.AnnotationRevision] != "2" || *canary.Spec.Replicas != 1) {
+			t.Errorf("after the hand-off's round: api-canary at revision %s with %d replicas, want revision 2 with 1",
+				canary.Annotations[contract.AnnotationRevision], *canary.Spec.Replicas)
+		}
+		step, message := api.Annotations[contract.AnnotationStep], api.Annotations[contract.AnnotationMessage]
+		if step != "" && strings.HasPrefix(message, "canary step") && !strings.HasPrefix(message, "canary step "+step+"/5") {
+			t.Errorf("round %d: step %s recorded, message %q", i, step, message)
+		}
+	}
+	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
+		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
 	}
 }

@@ -150,7 +150,7 @@ func (c *Controller) markInvalid(ctx context.Context, w *workload, err error, gi
 		}
 		setAnnotation(&want.ObjectMeta, contract.AnnotationPhase, contract.PhaseDegraded)
 		setAnnotation(&want.ObjectMeta, contract.AnnotationMessage, err.Error())
-		if werr := c.writeDeployment(ctx, live, want); werr != nil {
+		if werr := c.writeDeployment(ctx, w.cached(live), want); werr != nil {
 			return werr
 		}
 	}
