@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,14 +30,71 @@ func TestAdoptKubectlDeployment(t *testing.T) {
 	s := newSyncTarget(t)
 	files := switchedExample(t, "v1", "")
 	kubectlApply(t, s.ns, files)
+	endpoints := adoptRunning(t, s, "web v1, as kubectl applied it", files)
+
+	t.Log("2. switched to canary with a new image: full capacity throughout")
+	mark := endpoints.mark()
+	s.repo.commit("web v2, canary", switchedExample(t, "v2", adoptCanary))
+	waitForDeployment(t, s.ns, "web", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "web-canary", "scaled to 0", scaledTo(0))
+	waitForReadyPods(t, s.ns, "app=web", 4)
+	checkPods(t, s.ns, "app=web", 4, "registry.example/web:v2")
+	checkMinReady(t, endpoints, mark, 4)
+}
+
+// TestAdoptHelmRelease takes over a Deployment that a Helm release
+// installed (Helm's field manager, its labels and release annotations):
+// pushed to Git as the chart renders it, it becomes revision 1, Healthy,
+// with the same pods; switched to blue-green with a new image in a later
+// commit, the Service never has fewer than 4 ready endpoints, and Helm
+// still knows its release.
+func TestAdoptHelmRelease(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	files := switchedExample(t, "v1", "")
+	chart := t.TempDir()
+	templates := map[string]string{"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n"}
+	for name, text := range files {
+		templates[filepath.Join("templates", name)] = text
+	}
+	writeFiles(t, chart, templates)
+	helm(t, "install", "web", chart, "--namespace", s.ns)
+	endpoints := adoptRunning(t, s, "web v1, as Helm installed it", files)
+	if d := getDeployment(t, s.ns, "web"); d.Labels["app.kubernetes.io/managed-by"] != "Helm" || d.Annotations["meta.helm.sh/release-name"] != "web" {
+		t.Errorf("adopted web lost Helm's marks: labels %v", d.Labels)
+	}
+
+	t.Log("2. switched to blue-green with a new image: full capacity throughout")
+	mark := endpoints.mark()
+	s.repo.commit("web v2, blue-green", switchedExample(t, "v2", adoptBlueGreen))
+	waitForDeployment(t, s.ns, "web-blue", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "web", "the adopted Deployment scaled to 0", scaledTo(0))
+	endpoints.waitReady(t, "4 endpoints of web-blue", func(pods []string) bool {
+		return len(pods) == 4 && len(withPrefix(pods, "web-blue-")) == 4
+	})
+	checkPods(t, s.ns, "app=web", 4, "registry.example/web:v2")
+	checkMinReady(t, endpoints, mark, 4)
+	if out := helm(t, "status", "web", "--namespace", s.ns); !strings.Contains(out, "STATUS: deployed") {
+		t.Errorf("helm status after the switch:\n%s", out)
+	}
+}
+
+// adoptRunning waits for the Deployment web that files describe to run 4
+// ready pods, as installed by hand, then pushes files to Git and starts
+// the daemon: web becomes revision 1, Healthy, with the same pods and
+// ReplicaSets, the polls after write nothing, and the Service never has
+// fewer than 4 ready endpoints. It returns the watch of the Service's
+// endpoints.
+func adoptRunning(t *testing.T, s *syncTarget, subject string, files map[string]string) *endpointWatch {
+	t.Helper()
 	waitForReadyPods(t, s.ns, "app=web", 4)
 	pods, sets := podUIDs(t, s.ns, "app=web"), replicaSetNames(t, s.ns, "app=web")
 	endpoints := watchEndpoints(t, s.ns, "web")
 	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 
-	t.Log("1. the same manifest in Git: adopted as it runs")
+	t.Log("1. the same manifests in Git: adopted as they run")
 	mark := endpoints.mark()
-	v1 := s.repo.commit("web v1, as kubectl applied it", files)
+	v1 := s.repo.commit(subject, files)
 	daemon := startDaemon(t, s, "--interval", "1s")
 	d := waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	if d.Labels["plimsoll.dev/workload"] != "web" || d.Annotations["plimsoll.dev/commit"] != v1 {
@@ -51,15 +109,7 @@ func TestAdoptKubectlDeployment(t *testing.T) {
 		t.Errorf("ReplicaSets after adoption %v, want %v", got, sets)
 	}
 	checkMinReady(t, endpoints, mark, 4)
-
-	t.Log("2. switched to canary with a new image: full capacity throughout")
-	mark = endpoints.mark()
-	s.repo.commit("web v2, canary", switchedExample(t, "v2", adoptCanary))
-	waitForDeployment(t, s.ns, "web", "revision 2 Healthy", phaseIs(2, "Healthy"))
-	waitForDeployment(t, s.ns, "web-canary", "scaled to 0", scaledTo(0))
-	waitForReadyPods(t, s.ns, "app=web", 4)
-	checkPods(t, s.ns, "app=web", 4, "registry.example/web:v2")
-	checkMinReady(t, endpoints, mark, 4)
+	return endpoints
 }
 
 // TestAdoptAsProgressive takes over a Deployment that kubectl created,
@@ -103,12 +153,22 @@ func TestAdoptAsProgressive(t *testing.T) {
 func kubectlApply(t *testing.T, ns string, files map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	kubectl(t, "apply", "-n", ns, "-f", dir)
+}
+
+// writeFiles writes files, by path relative to dir, into dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kubectl(t, "apply", "-n", ns, "-f", dir)
 }
 
 // waitForReadyPods waits until selector selects exactly n pods, all Ready.

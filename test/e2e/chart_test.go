@@ -69,22 +69,31 @@ func installChart(t *testing.T, ns string, sets ...string) (kubeconfig string, l
 // --set values, with the helm hack/cluster builds.
 func renderChart(t *testing.T, ns string, sets ...string) string {
 	t.Helper()
-	helmPath, err := exec.Command(clusterScript(), "helm").Output()
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
 	args := []string{"template", "plimsoll", filepath.Join(suite.root, "charts", "plimsoll"), "--namespace", ns,
 		"--set", "repo.url=file:///unused"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	cmd := exec.Command(strings.TrimSpace(string(helmPath)), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	rendered, err := cmd.Output()
+	return helm(t, args...)
+}
+
+// helm runs the helm hack/cluster builds, with homes of its own and the
+// suite's kubeconfig, and returns its standard output.
+func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	helmPath, err := exec.Command(clusterScript(), "helm").Output()
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		t.Fatalf("build helm: %v", err)
 	}
-	return string(rendered)
+	cmd := exec.Command(strings.TrimSpace(string(helmPath)), append(args, "--kubeconfig", suite.kubeconfig)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", args[0], err, stderr.String())
+	}
+	return string(out)
 }
 
 // TestChartObjectsValid sends every object the chart renders, in both
