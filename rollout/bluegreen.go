@@ -86,8 +86,8 @@ func readBlueGreen(w *workload, annotations map[string]string) (*blueGreen, erro
 }
 
 // reconcileBlueGreen reconciles a blue-green workload: with an intent
-// that its Deployments do not hold yet, it writes that first
-// (takeBlueGreen); then one step of the plan.
+// that its Deployments do not hold yet, it takes that (takeBlueGreen);
+// then one step of the plan, whose writes carry the intent too.
 func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in intent) error {
 	var git map[string]string
 	if in.git != nil {
@@ -106,8 +106,9 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
 		if wrote {
-			// Plan the first step from what was just written.
-			if bg, err = readBlueGreen(c.observe(w.ns, w.name, git), git); err != nil {
+			// Plan the first step from what takeBlueGreen intends: its
+			// writes go out with the plan's.
+			if bg, err = readBlueGreen(w, git); err != nil {
 				return err
 			}
 		}
@@ -115,20 +116,26 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 	return c.stepBlueGreen(ctx, bg)
 }
 
-// takeBlueGreen writes a blue-green workload's intent: the Git template to
+// takeBlueGreen takes a blue-green workload's intent: the Git template to
 // the color the planner targets, with the commit as its change cause (so
 // that `kubectl rollout history` of the color lists commits), Git's
 // metadata to every color, and the status of the hand-off (see
-// strategies.HandOver). It reports whether it wrote anything.
+// strategies.HandOver). The colors are intended (see workload.intend),
+// and written by the plan that follows, as a canary's are (see
+// takeCanary); only the Deployment a rolling workload ran, no longer its
+// primary, is written at once. It reports whether anything is to be
+// written.
 func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
 	git := in.git
 	wrote := false
 	if isPrimary(bg.legacy) {
 		// A rolling workload switching to blue-green: <name> serves until
 		// the first color takes over, and is no longer the primary.
-		if err := c.setRole(ctx, bg.legacy, strategies.RoleIdle); err != nil {
+		idle, err := c.setRole(ctx, bg.legacy, strategies.RoleIdle)
+		if err != nil {
 			return false, err
 		}
+		bg.w.deploys[idle.Name] = idle
 		wrote = true
 	}
 	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
@@ -170,9 +177,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		if live != nil && holds(live, want) {
 			continue
 		}
-		if err := c.writeDeployment(ctx, live, want); err != nil {
-			return wrote, err
-		}
+		bg.w.intend(live, want)
 		wrote = true
 	}
 	return wrote, nil

@@ -109,6 +109,15 @@ func (k *cluster) round() []string {
 	return requests(k.client)
 }
 
+// toV2 hands over v1 of "api" with annotations and lets it settle, then
+// hands over v2: the rounds that follow roll revision 2 out.
+func (k *cluster) toV2(annotations map[string]string) {
+	k.t.Helper()
+	k.handOver("c0ffee1", gitDeployment("v1", annotations))
+	k.untilQuiet()
+	k.handOver("decade2", gitDeployment("v2", annotations))
+}
+
 // untilQuiet runs rounds until one makes no request, and returns the
 // requests of every round before it.
 func (k *cluster) untilQuiet() [][]string {

@@ -76,9 +76,7 @@ func before(t *testing.T, r []string, a, b []string) {
 // end.
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
-	k.handOver("c0ffee1", gitDeployment("v1", canaryAnnotations))
-	k.untilQuiet()
-	k.handOver("decade2", gitDeployment("v2", canaryAnnotations))
+	k.toV2(canaryAnnotations)
 	rounds := k.untilQuiet()
 
 	step := roundWith(t, rounds, "patch pods/api-canary-", labelled)
@@ -109,9 +107,7 @@ func TestCanaryAbortOrder(t *testing.T) {
 	held := maps.Clone(canaryAnnotations)
 	held[contract.AnnotationSteps] = "50%, pause, 100%"
 	k := newCluster(t, "api")
-	k.handOver("c0ffee1", gitDeployment("v1", held))
-	k.untilQuiet()
-	k.handOver("decade2", gitDeployment("v2", held))
+	k.toV2(held)
 	k.untilQuiet()
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhasePaused || *d.Spec.Replicas != 2 {
 		t.Fatalf("api %s at %d replicas, want Paused at 2", d.Annotations[contract.AnnotationPhase], *d.Spec.Replicas)
@@ -131,9 +127,7 @@ func TestCanaryAbortOrder(t *testing.T) {
 // once the Service's endpoints have left it, never in the swap's reconcile.
 func TestBlueGreenSwapOrder(t *testing.T) {
 	k := newCluster(t, "api")
-	k.handOver("c0ffee1", gitDeployment("v1", blueGreenAnnotations))
-	k.untilQuiet()
-	k.handOver("decade2", gitDeployment("v2", blueGreenAnnotations))
+	k.toV2(blueGreenAnnotations)
 
 	var swap []string
 	for range 10 {

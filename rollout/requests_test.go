@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,23 +72,13 @@ func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
 	annotations := maps.Clone(canaryAnnotations)
 	annotations[contract.AnnotationSteps] = "25%, pause 1s, 50%, pause 1s, 100%"
 	k := newCluster(t, "api")
-	k.handOver("c0ffee1", gitDeployment("v1", annotations))
-	k.untilQuiet()
-	k.handOver("decade2", gitDeployment("v2", annotations))
+	k.toV2(annotations)
 	for i := range 30 {
 		r := k.round()
 		if len(r) == 0 {
 			break
 		}
-		writes := map[string]int{}
-		for _, line := range r {
-			if verb, rest, _ := strings.Cut(line, " "); verb == "update" || verb == "create" {
-				name, _, _ := strings.Cut(rest, " ")
-				if writes[name]++; writes[name] > 1 {
-					t.Errorf("round %d writes %s twice:\n  %s", i, name, strings.Join(r, "\n  "))
-				}
-			}
-		}
+		checkOneWriteEach(t, i, r)
 		api, canary := k.deployment("api"), k.deployment("api-canary")
 		if i == 0 && (canary.Annotations[contract.AnnotationRevision] != "2" || *canary.Spec.Replicas != 1) {
 			t.Errorf("after the hand-off's round: api-canary at revision %s with %d replicas, want revision 2 with 1",
@@ -100,5 +91,38 @@ func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
 	}
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
 		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
+	}
+}
+
+// TestBlueGreenHandOffWithFirstPlan rolls blue-green "api" from v1 to v2
+// on the fake cluster: the new color is created with the hand-off's status
+// at the full count, in one write, and no plan writes a Deployment twice.
+func TestBlueGreenHandOffWithFirstPlan(t *testing.T) {
+	k := newCluster(t, "api")
+	k.toV2(blueGreenAnnotations)
+	rounds := k.untilQuiet()
+	if len(rounds) == 0 || !slices.Contains(rounds[0], "create deployments/api-green replicas=4") || slices.Contains(rounds[0], "update deployments/api-green replicas=0") {
+		t.Errorf("the hand-off's round, want api-green created at 4 in one write:\n%s", show(rounds))
+	}
+	for i, r := range rounds {
+		checkOneWriteEach(t, i, r)
+	}
+	if d := k.deployment("api-green"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || d.Annotations[contract.AnnotationRevision] != "2" {
+		t.Errorf("api-green %s at revision %s after the rollout, want Healthy at 2", d.Annotations[contract.AnnotationPhase], d.Annotations[contract.AnnotationRevision])
+	}
+}
+
+// checkOneWriteEach fails the test when round i's requests r write a
+// Deployment more than once.
+func checkOneWriteEach(t *testing.T, i int, r []string) {
+	t.Helper()
+	writes := map[string]int{}
+	for _, line := range r {
+		if verb, rest, _ := strings.Cut(line, " "); verb == "update" || verb == "create" {
+			name, _, _ := strings.Cut(rest, " ")
+			if writes[name]++; writes[name] > 1 {
+				t.Errorf("round %d writes %s twice:\n  %s", i, name, strings.Join(r, "\n  "))
+			}
+		}
 	}
 }

@@ -66,14 +66,16 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 	return nil
 }
 
-// setRole sets plimsoll.dev/role on d.
-func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role strategies.Role) error {
+// setRole sets plimsoll.dev/role on d and returns d as written.
+func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role strategies.Role) (*appsv1.Deployment, error) {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationRole, role)
-	if _, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
+	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
 	}
-	return nil
+	c.written.wrote(out)
+	return out, nil
 }
 
 // writeDeployment creates want when live is nil, else updates live to want
