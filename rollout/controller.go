@@ -144,9 +144,6 @@ type Controller struct {
 	// written remembers the Deployments this controller wrote until its
 	// caches have caught up with them.
 	written *recentWrites
-	// specs tells the generation of each Deployment's spec through the
-	// controller's own status writes (see specGenerations).
-	specs *specGenerations
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
@@ -190,7 +187,6 @@ func New(cfg Config) *Controller {
 		events:   newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
 		metrics:  cfg.Metrics,
 		written:  newRecentWrites(cfg.Clock, writeMemory),
-		specs:    newSpecGenerations(),
 		intents:  newIntents(),
 		measurer: cfg.Measurer,
 		notifier: cfg.Notifier,
