@@ -98,14 +98,14 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		return c.markInvalid(ctx, w, err, git, bg.blue, bg.green)
 	}
 	if in.git != nil {
-		wrote, err := c.takeBlueGreen(ctx, bg, in)
+		changed, err := c.takeBlueGreen(ctx, bg, in)
 		if err != nil {
 			return err
 		}
-		if !wrote && c.once.Load() {
+		if !changed && c.once.Load() {
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
-		if wrote {
+		if changed {
 			// Plan the first step from what takeBlueGreen intends: its
 			// writes go out with the plan's.
 			if bg, err = readBlueGreen(w, git); err != nil {
@@ -127,7 +127,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 // written.
 func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
 	git := in.git
-	wrote := false
+	changed := false
 	if isPrimary(bg.legacy) {
 		// A rolling workload switching to blue-green: <name> serves until
 		// the first color takes over, and is no longer the primary.
@@ -136,7 +136,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			return false, err
 		}
 		bg.w.deploys[idle.Name] = idle
-		wrote = true
+		changed = true
 	}
 	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
 	if err != nil {
@@ -178,9 +178,9 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			continue
 		}
 		bg.w.intend(live, want)
-		wrote = true
+		changed = true
 	}
-	return wrote, nil
+	return changed, nil
 }
 
 // stepBlueGreen plans and executes one step of a blue-green workload:

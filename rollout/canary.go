@@ -50,14 +50,14 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		return c.markInvalid(ctx, w, err, git, cy.stable, cy.canary)
 	}
 	if in.git != nil {
-		wrote, err := c.takeCanary(ctx, cy, in)
+		changed, err := c.takeCanary(cy, in)
 		if err != nil {
 			return err
 		}
-		if !wrote && c.once.Load() {
+		if !changed && c.once.Load() {
 			return nil // Git's intent is held: a one-shot sync has nothing to do
 		}
-		if wrote {
+		if changed {
 			// Plan the first step from what takeCanary intends: its
 			// writes go out with the plan's.
 			if cy, steps, err = readCanary(w, git); err != nil {
@@ -77,9 +77,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // Writing the hand-off first cost a write of each Deployment per revision,
 // and the Deployment controller two of its own for each. It reports
 // whether anything is to be written.
-func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
+func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
-	wrote := false
+	changed := false
 	recorded, err := strategies.ReadStatus(annotationsOf(cy.stable))
 	if err != nil {
 		return false, err
@@ -108,7 +108,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	stamp(stable, annotations, strategies.RoleStable)
 	if cy.stable == nil || !holds(cy.stable, stable) {
 		cy.w.intend(cy.stable, stable)
-		wrote = true
+		changed = true
 	}
 
 	var want *appsv1.Deployment
@@ -130,10 +130,10 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		stamp(want, annotations, strategies.RoleCanary)
 		if cy.canary == nil || !holds(cy.canary, want) {
 			cy.w.intend(cy.canary, want)
-			wrote = true
+			changed = true
 		}
 	}
-	return wrote, nil
+	return changed, nil
 }
 
 // stepCanary plans one step of a canary workload and executes the plan's

@@ -251,10 +251,10 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 // templatePods are the pods of w that run live's template, known by the
 // stamp they carry (see strategies.Stamp); none for an unstamped template.
 func templatePods(w *workload, live *appsv1.Deployment) []strategies.Pod {
-	if live == nil || live.Spec.Template.Annotations[contract.AnnotationTemplateHash] == "" {
+	hash := annotatedTemplate(live).Annotations[contract.AnnotationTemplateHash]
+	if hash == "" {
 		return nil
 	}
-	hash := live.Spec.Template.Annotations[contract.AnnotationTemplateHash]
 	return podStates(w.pods, func(p *corev1.Pod) bool { return p.Annotations[contract.AnnotationTemplateHash] == hash })
 }
 

@@ -158,10 +158,22 @@ func failedNow(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, n
 		return false
 	}
 	if recorded.Phase == PhaseDegraded {
-		at, ok := stallAt(d, pods, progressNoted(d))
+		at, ok := stallFor(d, pods, recorded)
 		return ok && !now.Before(at)
 	}
 	return (caughtUp(d) && deadlineExceeded(d)) || stalled(d, pods, now)
+}
+
+// stallFor is when the first of pods stalls as failedNow judges it for a
+// workload recorded as recorded: from its NotReadySince (see firstStall),
+// or for a Degraded one from the Deployment controller's last word on d's
+// progress at the earliest (see progressNoted).
+func stallFor(d *appsv1.Deployment, pods []Pod, recorded Status) (at time.Time, ok bool) {
+	var after time.Time
+	if recorded.Phase == PhaseDegraded {
+		after = progressNoted(d)
+	}
+	return stallAt(d, pods, after)
 }
 
 // stalled reports whether one of pods, not being deleted, has not been
@@ -224,19 +236,16 @@ func progressNoted(d *appsv1.Deployment) time.Time {
 }
 
 // untilStalled is how long until one of pods stalls (see failedNow), zero
-// when none is on its way to it or d does not carry the template hash. A pod that stays not Ready changes
-// nothing a watch would report, so the planners ask to plan again at the
-// deadline itself: with progressDeadlineSeconds 10 and a pod not Ready
-// since 12:00:00, at 12:00:04 that is 6s.
+// when none is on its way to it or d does not carry the template hash. A
+// pod that stays not Ready changes nothing a watch would report, so the
+// planners ask to plan again at the deadline itself: with
+// progressDeadlineSeconds 10 and a pod not Ready since 12:00:00, at
+// 12:00:04 that is 6s.
 func untilStalled(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, now time.Time) time.Duration {
 	if d == nil || hashOf(d) != hash {
 		return 0
 	}
-	var after time.Time
-	if recorded.Phase == PhaseDegraded {
-		after = progressNoted(d) // see failedNow
-	}
-	if at, ok := stallAt(d, pods, after); ok && at.After(now) {
+	if at, ok := stallFor(d, pods, recorded); ok && at.After(now) {
 		return at.Sub(now)
 	}
 	return 0

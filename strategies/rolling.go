@@ -187,7 +187,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 	case !isLive:
 		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
 	case recorded.Phase == PhaseDegraded && (timedOut || !caughtUp):
-		if at, ok := stallAt(live, observed.Pods, progressNoted(live)); ok && caughtUp {
+		if at, ok := stallFor(live, observed.Pods, recorded); ok && caughtUp {
 			if !observed.Now.Before(at) {
 				return planFailure(plan, desired, recorded, observed, deadlineReason(live))
 			}
