@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +53,7 @@ func TestAdoptHelmRelease(t *testing.T) {
 	chart := t.TempDir()
 	templates := map[string]string{"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n"}
 	for name, text := range files {
-		templates[filepath.Join("templates", name)] = text
+		templates["templates/"+name] = text
 	}
 	writeFiles(t, chart, templates)
 	helm(t, "install", "web", chart, "--namespace", s.ns)
@@ -155,20 +153,6 @@ func kubectlApply(t *testing.T, ns string, files map[string]string) {
 	dir := t.TempDir()
 	writeFiles(t, dir, files)
 	kubectl(t, "apply", "-n", ns, "-f", dir)
-}
-
-// writeFiles writes files, by path relative to dir, into dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // waitForReadyPods waits until selector selects exactly n pods, all Ready.

@@ -37,19 +37,27 @@ func (r *gitRepo) URL() string { return "file://" + r.bare }
 // removes the file.
 func (r *gitRepo) write(files map[string]string) {
 	r.t.Helper()
+	writeFiles(r.t, r.work, files)
+}
+
+// writeFiles puts files (slash-separated path relative to dir -> content)
+// in dir, making the directories they need; an empty content removes the
+// file.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for path, content := range files {
-		full := filepath.Join(r.work, filepath.FromSlash(path))
+		full := filepath.Join(dir, filepath.FromSlash(path))
 		if content == "" {
 			if err := os.Remove(full); err != nil {
-				r.t.Fatalf("remove %s: %v", path, err)
+				t.Fatalf("remove %s: %v", path, err)
 			}
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 }
