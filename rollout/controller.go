@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,7 +60,7 @@ const (
 	// missed event is made up for.
 	resyncPeriod = 10 * time.Minute
 	shortCommit  = 7
-	// writeMemory is how long the controller prefers a Deployment it wrote
+	// writeMemory is how long the controller prefers an object it wrote
 	// over an older copy in its cache (see recentWrites).
 	writeMemory = time.Minute
 	// heldRetry is how soon a workload is looked at again while another
@@ -141,9 +143,12 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	events  eventRecorder
 	metrics *Metrics
-	// written remembers the Deployments this controller wrote until its
-	// caches have caught up with them.
-	written *recentWrites
+	// written, steered and labelled remember the Deployments this
+	// controller wrote, the Services whose selectors it patched and the
+	// pods it labelled, until its caches have caught up with them.
+	written  *recentWrites[*appsv1.Deployment]
+	steered  *recentWrites[*corev1.Service]
+	labelled *recentWrites[*corev1.Pod]
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
@@ -186,7 +191,9 @@ func New(cfg Config) *Controller {
 		queue:    workqueue.NewTypedRateLimitingQueue(retryLimiter()),
 		events:   newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
 		metrics:  cfg.Metrics,
-		written:  newRecentWrites(cfg.Clock, writeMemory),
+		written:  newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
+		steered:  newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
+		labelled: newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
 		intents:  newIntents(),
 		measurer: cfg.Measurer,
 		notifier: cfg.Notifier,

@@ -3,10 +3,7 @@ package rollout
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +14,6 @@ import (
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -127,13 +122,17 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 	for _, d := range deploys {
 		w.deploys[d.Name] = c.written.newest(d)
 	}
-	for _, d := range c.written.created(ns, name) {
+	ofWorkload := func(d *appsv1.Deployment) bool { return d.Labels[contract.LabelWorkload] == name }
+	for _, d := range c.written.created(ns, ofWorkload) {
 		if w.deploys[d.Name] == nil {
 			w.deploys[d.Name] = d
 		}
 	}
 	w.rsets, _ = v.rsets.ReplicaSets(ns).List(sel)
 	w.pods, _ = v.pods.Pods(ns).List(sel)
+	for i, p := range w.pods {
+		w.pods[i] = c.labelled.newest(p)
+	}
 	slices.SortFunc(w.pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	names := map[string]bool{}
 	collect := func(a map[string]string) {
@@ -149,7 +148,7 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 	}
 	for svc := range names {
 		if s, err := v.services.Services(ns).Get(svc); err == nil {
-			w.services[svc] = s
+			w.services[svc] = c.steered.newest(s)
 		}
 		w.ready[svc] = readyPods(v.slices, ns, svc)
 	}
@@ -201,86 +200,6 @@ func (c *Controller) serviceUsers(ns, service string) []string {
 func readyPods(slicesLister discoverylisters.EndpointSliceLister, ns, service string) []string {
 	list, _ := slicesLister.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{serviceNameLabel: service}))
 	return strategies.ReadyPods(list)
-}
-
-// recentWrites remembers the Deployments the controller wrote, as the API
-// server returned them, until the informer's cache holds them or a later
-// version: a reconcile that runs before the watch event arrives then plans
-// from what it wrote, not from the copy before, and its next write does
-// not fail on a stale resourceVersion. Resource versions are compared as
-// the integers the API server hands out (as client-go's
-// IntegerResourceVersionMutationCache does); one that is not an integer
-// leaves the cache's copy in use.
-type recentWrites struct {
-	clock clock.PassiveClock
-	ttl   time.Duration
-	mu    sync.Mutex
-	byKey map[string]recentWrite
-}
-
-type recentWrite struct {
-	d  *appsv1.Deployment
-	at time.Time
-}
-
-func newRecentWrites(clk clock.PassiveClock, ttl time.Duration) *recentWrites {
-	return &recentWrites{clock: clk, ttl: ttl, byKey: map[string]recentWrite{}}
-}
-
-// wrote remembers d, as returned by a write.
-func (r *recentWrites) wrote(d *appsv1.Deployment) {
-	if d == nil {
-		return
-	}
-	key, _ := cache.MetaNamespaceKeyFunc(d)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.byKey[key] = recentWrite{d: d, at: r.clock.Now()}
-}
-
-// forget drops what is remembered of Deployment ns/name (deleted).
-func (r *recentWrites) forget(ns, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.byKey, ns+"/"+name)
-}
-
-// newest returns cached, or the Deployment written after it when that is
-// newer.
-func (r *recentWrites) newest(cached *appsv1.Deployment) *appsv1.Deployment {
-	key, _ := cache.MetaNamespaceKeyFunc(cached)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w, ok := r.byKey[key]
-	if !ok {
-		return cached
-	}
-	if r.clock.Since(w.at) > r.ttl || w.d.UID != cached.UID || !newer(w.d.ResourceVersion, cached.ResourceVersion) {
-		delete(r.byKey, key)
-		return cached
-	}
-	return w.d
-}
-
-// created returns the Deployments of workload ns/name written recently,
-// for those the cache does not hold yet.
-func (r *recentWrites) created(ns, name string) []*appsv1.Deployment {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*appsv1.Deployment
-	for _, w := range r.byKey {
-		if w.d.Namespace == ns && w.d.Labels[contract.LabelWorkload] == name && r.clock.Since(w.at) <= r.ttl {
-			out = append(out, w.d)
-		}
-	}
-	return out
-}
-
-// newer reports whether resource version a is later than b.
-func newer(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x > y
 }
 
 // podStates returns the pods as the planners see them, those for which

@@ -42,10 +42,12 @@ func (c *Controller) patchSelector(ctx context.Context, svc *corev1.Service, key
 		return nil
 	}
 	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%q}}}`, key, value)
-	if _, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, "application/merge-patch+json", patch,
-		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
 		return fmt.Errorf("set %s=%s in the selector of Service %s: %w", key, value, svc.Name, err)
 	}
+	c.steered.wrote(out)
 	return nil
 }
 
@@ -59,10 +61,14 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
 		contract.LabelServing, v, contract.AnnotationServed, v)
-	_, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil && !apierrors.IsNotFound(err) {
+	out, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
 		return fmt.Errorf("label pod %s serving=%s: %w", pod, v, err)
 	}
+	c.labelled.wrote(out)
 	return nil
 }
 
@@ -170,9 +176,13 @@ func (c *Controller) dropSelectorKey(ctx context.Context, svc *corev1.Service, k
 		return nil
 	}
 	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:null}}}`, key)
-	_, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil && !apierrors.IsNotFound(err) {
+	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
 		return fmt.Errorf("remove %s from the selector of Service %s: %w", key, svc.Name, err)
 	}
+	c.steered.wrote(out)
 	return nil
 }
