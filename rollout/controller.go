@@ -149,6 +149,9 @@ type Controller struct {
 	written  *recentWrites[*appsv1.Deployment]
 	steered  *recentWrites[*corev1.Service]
 	labelled *recentWrites[*corev1.Pod]
+	// specs tells the generation of each Deployment's spec through the
+	// controller's own status writes (see specGenerations).
+	specs *specGenerations
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
@@ -194,6 +197,7 @@ func New(cfg Config) *Controller {
 		written:  newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
 		steered:  newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
 		labelled: newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
+		specs:    newSpecGenerations(),
 		intents:  newIntents(),
 		measurer: cfg.Measurer,
 		notifier: cfg.Notifier,

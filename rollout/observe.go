@@ -120,12 +120,12 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name})
 	deploys, _ := v.deploys.Deployments(ns).List(sel)
 	for _, d := range deploys {
-		w.deploys[d.Name] = c.written.newest(d)
+		w.deploys[d.Name] = c.specs.of(c.written.newest(d))
 	}
 	ofWorkload := func(d *appsv1.Deployment) bool { return d.Labels[contract.LabelWorkload] == name }
 	for _, d := range c.written.created(ns, ofWorkload) {
 		if w.deploys[d.Name] == nil {
-			w.deploys[d.Name] = d
+			w.deploys[d.Name] = c.specs.of(d)
 		}
 	}
 	w.rsets, _ = v.rsets.ReplicaSets(ns).List(sel)

@@ -60,6 +60,7 @@ func (c *Controller) RemoveWorkload(ctx context.Context, ns, name string) error 
 			return fmt.Errorf("delete Deployment %s of workload %s, which left Git: %w", d.Name, name, err)
 		}
 		c.written.forget(ns, d.Name)
+		c.specs.forget(ns, d.Name)
 		c.log.Info("deleted a Deployment of a workload that left Git", "workload", ns+"/"+name, "deployment", d.Name)
 	}
 	return nil

@@ -118,6 +118,7 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, 
 			return true, fmt.Errorf("delete Deployment %s of the previous strategy: %w", d.Name, err)
 		}
 		c.written.forget(w.ns, d.Name)
+		c.specs.forget(w.ns, d.Name)
 		c.log.Info("retired a Deployment of the previous strategy", "workload", w.ns+"/"+w.name, "deployment", d.Name)
 	}
 	return true, nil

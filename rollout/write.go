@@ -105,6 +105,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 		return fmt.Errorf("update Deployment %s: %w", want.Name, err)
 	}
 	c.written.wrote(updated)
+	c.specs.wrote(live, updated)
 	return nil
 }
 
