@@ -26,9 +26,12 @@ type peerEnv struct {
 	syncN      []int
 	scaleN     []int
 	note       string
-	argo       string // the Argo Rollouts controller (cmd/rollouts-controller)
-	flux       *fluxDriver
-	versions   map[string]string // tool -> version
+	// resume keeps the runs an earlier invocation made with the same
+	// versions of the tools, and measures only those missing.
+	resume   bool
+	argo     string // the Argo Rollouts controller (cmd/rollouts-controller)
+	flux     *fluxDriver
+	versions map[string]string // tool -> version
 }
 
 // readPeerEnv reads the comparison's settings:
@@ -41,6 +44,7 @@ type peerEnv struct {
 //	PLIMSOLL_BENCH_SYNC_N      ConfigMaps (default 1000,5000)
 //	PLIMSOLL_BENCH_SCALE_N     rolling workloads of 10 pods (default 1000)
 //	PLIMSOLL_BENCH_NOTE        a line printed above the results, e.g. that a run is a check at small sizes
+//	PLIMSOLL_BENCH_RESUME      "1": keep the runs already recorded of the same tool versions, run only the others
 //
 // It builds (or finds in the tools cache) the peers with hack/cluster and
 // installs their CRDs, from the same module sources, on the control plane.
@@ -56,6 +60,7 @@ func readPeerEnv(t *testing.T) peerEnv {
 		syncN:    envInt(t, "PLIMSOLL_BENCH_SYNC_N", "1000,5000"),
 		scaleN:   envInt(t, "PLIMSOLL_BENCH_SCALE_N", "1000"),
 		note:     os.Getenv("PLIMSOLL_BENCH_NOTE"),
+		resume:   os.Getenv("PLIMSOLL_BENCH_RESUME") == "1",
 		versions: map[string]string{},
 	}
 	cluster := filepath.Join(r.root, "hack", "cluster")
@@ -84,6 +89,16 @@ func readPeerEnv(t *testing.T) peerEnv {
 // wants tells whether the comparison called part is to run.
 func (e peerEnv) wants(part string) bool { return slices.Contains(e.parts, part) }
 
+// kept returns the version of each tool whose recorded runs are kept
+// (resume), none otherwise: a run made by another version of a tool, a
+// plimsoll built from another commit, is measured again.
+func (e peerEnv) kept() map[string]string {
+	if !e.resume {
+		return nil
+	}
+	return e.versions
+}
+
 // TestPeerBenchmark compares plimsoll with its peers on the benchmark's
 // control plane: the rollout of N canary and N blue-green workloads
 // against Argo Rollouts, the sync of N ConfigMaps against Flux and
@@ -92,25 +107,35 @@ func (e peerEnv) wants(part string) bool { return slices.Contains(e.parts, part)
 // plimsoll run 2, ...), so that a drift of the machine's load weighs on
 // both. Every run is kept in bench/peers-results.json, replacing those of
 // an earlier invocation at the same sizes, and the medians, the ratios and
-// the plots go to bench/results.md and bench/*.svg after each run.
+// the plots go to bench/results.md and bench/*.svg after each run. The
+// whole comparison takes longer than a working day on 2 cores; with
+// PLIMSOLL_BENCH_RESUME=1 an invocation that was stopped is carried on:
+// the runs recorded with the same versions of the tools are kept and not
+// measured again.
 func TestPeerBenchmark(t *testing.T) {
 	env := readPeerEnv(t)
 	cfg, client := benchClient(t, env.kubeconfig)
 	deleteNamespaceIfExists(t, client, argoNamespace)
 	createNamespace(t, client, argoNamespace)
 	results := loadPeerResults(t, env.rollout.root)
-	results.Note = env.note
+	if env.note != "" || !env.resume {
+		results.Note = env.note
+	}
 	save := func() { results.save(t, env.rollout.root) }
 
 	if env.wants("rollout") {
 		argo := &argoDriver{bin: env.argo, kubectl: env.kubectl, admin: env.kubeconfig, ports: [2]int(freePorts(t, 2))}
 		for _, n := range env.rolloutN {
-			results.dropRollout(n)
+			results.dropRollout(n, env.kept())
 			for run := 1; run <= env.runs; run++ {
 				for _, d := range []struct {
 					tool string
 					drv  rolloutDriver
 				}{{toolPlimsoll, &plimsollDriver{bin: env.bin}}, {toolArgo, argo}} {
+					if results.hasRollout(d.tool, n, run) {
+						t.Logf("rollout: %s, N=%d, run %d: recorded by an earlier invocation", d.tool, n, run)
+						continue
+					}
 					t.Logf("rollout: %s, N=%d, run %d", d.tool, n, run)
 					rec := driverRun(t, env.rollout, cfg, client, d.drv, d.tool, n, run)
 					rec.Binary = env.versions[d.tool]
@@ -123,10 +148,13 @@ func TestPeerBenchmark(t *testing.T) {
 	}
 	if env.wants("sync") {
 		for _, n := range env.syncN {
-			results.drop("sync", n)
+			results.drop("sync", n, env.kept())
 			repo := newSyncRepo(t, n)
 			for run := 1; run <= env.runs; run++ {
 				for _, tool := range []string{toolPlimsoll, toolFlux, toolOnce, toolKubectl} {
+					if results.has("sync", tool, n, run) {
+						continue
+					}
 					results.Peers = append(results.Peers, syncRun(t, env, cfg, client, tool, repo, n, run))
 					save()
 				}
@@ -135,10 +163,13 @@ func TestPeerBenchmark(t *testing.T) {
 	}
 	if env.wants("scale") {
 		for _, n := range env.scaleN {
-			results.drop("scale", n)
+			results.drop("scale", n, env.kept())
 			repo := newScaleRepo(t, n)
 			for run := 1; run <= env.runs; run++ {
 				for _, tool := range []string{toolPlimsoll, toolFlux} {
+					if results.has("scale", tool, n, run) {
+						continue
+					}
 					results.Peers = append(results.Peers, scaleRun(t, env, cfg, client, tool, repo, n, run))
 					save()
 				}

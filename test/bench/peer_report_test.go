@@ -57,14 +57,34 @@ func (r *peerResults) save(t *testing.T, root string) {
 }
 
 // dropRollout forgets the rollout runs of n workloads, which a new
-// measurement replaces.
-func (r *peerResults) dropRollout(n int) {
-	r.Rollout = slices.DeleteFunc(r.Rollout, func(rec rolloutRecord) bool { return rec.N == n })
+// measurement replaces, but those kept: the runs the tools made as they
+// are now (see keeps).
+func (r *peerResults) dropRollout(n int, kept map[string]string) {
+	r.Rollout = slices.DeleteFunc(r.Rollout, func(rec rolloutRecord) bool {
+		return rec.N == n && kept[rec.Label] != rec.Binary
+	})
 }
 
-// drop forgets the runs of part at size n.
-func (r *peerResults) drop(part string, n int) {
-	r.Peers = slices.DeleteFunc(r.Peers, func(rec peerRecord) bool { return rec.Part == part && rec.N == n })
+// drop forgets the runs of part at size n, but those kept (see
+// dropRollout).
+func (r *peerResults) drop(part string, n int, kept map[string]string) {
+	r.Peers = slices.DeleteFunc(r.Peers, func(rec peerRecord) bool {
+		return rec.Part == part && rec.N == n && kept[rec.Tool] != rec.Version
+	})
+}
+
+// hasRollout reports whether tool's run of n workloads is recorded.
+func (r *peerResults) hasRollout(tool string, n, run int) bool {
+	return slices.ContainsFunc(r.Rollout, func(rec rolloutRecord) bool {
+		return rec.Label == tool && rec.N == n && rec.Run == run
+	})
+}
+
+// has reports whether tool's run of part at size n is recorded.
+func (r *peerResults) has(part, tool string, n, run int) bool {
+	return slices.ContainsFunc(r.Peers, func(rec peerRecord) bool {
+		return rec.Part == part && rec.Tool == tool && rec.N == n && rec.Run == run
+	})
 }
 
 // phasesOf is what a tool measured at size n in part, phase by phase over
