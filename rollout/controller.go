@@ -243,12 +243,15 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// namespace, watched whole and mapped to the Deployment they target.
 	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
+	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: workloadIndex, byService: steeredIndex})
+	addIndexers(rsInformer.Informer(), cache.Indexers{byWorkload: workloadIndex})
+	addIndexers(podInformer.Informer(), cache.Indexers{byWorkload: workloadIndex})
+	addIndexers(sliceInformer.Informer(), cache.Indexers{byService: sliceIndex})
 	c.views[ns] = view{
+		index: indexes{deploys: deployInformer.Informer().GetIndexer(), rsets: rsInformer.Informer().GetIndexer(),
+			pods: podInformer.Informer().GetIndexer(), slices: sliceInformer.Informer().GetIndexer()},
 		deploys:     deployInformer.Lister(),
-		rsets:       rsInformer.Lister(),
-		pods:        podInformer.Lister(),
 		services:    serviceInformer.Lister(),
-		slices:      sliceInformer.Lister(),
 		analyses:    analysisInformer.Lister(),
 		autoscalers: autoscalerInformer.Lister(),
 	}

@@ -3,9 +3,8 @@ package rollout
 import (
 	"slices"
 
-	"k8s.io/apimachinery/pkg/labels"
+	appsv1 "k8s.io/api/apps/v1"
 
-	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -60,7 +59,7 @@ func (c *Controller) outcomeOf(in intent) Outcome {
 	if !ok {
 		return o
 	}
-	deploys, _ := v.deploys.Deployments(git.Namespace).List(labels.SelectorFromSet(labels.Set{contract.LabelWorkload: git.Name}))
+	deploys := indexed[*appsv1.Deployment](v.index.deploys, byWorkload, git.Namespace+"/"+git.Name)
 	var best strategies.Status
 	found := false
 	for _, d := range deploys {

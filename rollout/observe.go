@@ -9,11 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -24,11 +22,11 @@ const serviceNameLabel = discoveryv1.LabelServiceName
 
 // view is what the informers of one namespace (or of all) hold.
 type view struct {
+	// index finds a workload's Deployments, ReplicaSets and pods, and a
+	// Service's users and EndpointSlices (see byWorkload, byService).
+	index    indexes
 	deploys  appslisters.DeploymentLister
-	rsets    appslisters.ReplicaSetLister
-	pods     corelisters.PodLister
 	services corelisters.ServiceLister
-	slices   discoverylisters.EndpointSliceLister
 	// analyses are the ConfigMaps labelled plimsoll.dev/analysis.
 	analyses corelisters.ConfigMapLister
 	// autoscalers are the HorizontalPodAutoscalers (autoscaling/v2).
@@ -117,19 +115,17 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 	if !ok {
 		return w
 	}
-	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name})
-	deploys, _ := v.deploys.Deployments(ns).List(sel)
-	for _, d := range deploys {
+	key := ns + "/" + name
+	for _, d := range indexed[*appsv1.Deployment](v.index.deploys, byWorkload, key) {
 		w.deploys[d.Name] = c.specs.of(c.written.newest(d))
 	}
-	ofWorkload := func(d *appsv1.Deployment) bool { return d.Labels[contract.LabelWorkload] == name }
-	for _, d := range c.written.created(ns, ofWorkload) {
-		if w.deploys[d.Name] == nil {
+	for _, d := range c.written.recent(ns, name, name+contract.SuffixCanary, name+contract.SuffixBlue, name+contract.SuffixGreen) {
+		if w.deploys[d.Name] == nil && d.Labels[contract.LabelWorkload] == name {
 			w.deploys[d.Name] = c.specs.of(d)
 		}
 	}
-	w.rsets, _ = v.rsets.ReplicaSets(ns).List(sel)
-	w.pods, _ = v.pods.Pods(ns).List(sel)
+	w.rsets = indexed[*appsv1.ReplicaSet](v.index.rsets, byWorkload, key)
+	w.pods = indexed[*corev1.Pod](v.index.pods, byWorkload, key)
 	for i, p := range w.pods {
 		w.pods[i] = c.labelled.newest(p)
 	}
@@ -150,7 +146,7 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 		if s, err := v.services.Services(ns).Get(svc); err == nil {
 			w.services[svc] = c.steered.newest(s)
 		}
-		w.ready[svc] = readyPods(v.slices, ns, svc)
+		w.ready[svc] = strategies.ReadyPods(indexed[*discoveryv1.EndpointSlice](v.index.slices, byService, ns+"/"+svc))
 	}
 	return w
 }
@@ -182,24 +178,13 @@ func (c *Controller) serviceUsers(ns, service string) []string {
 	if !ok {
 		return nil
 	}
-	deploys, _ := v.deploys.Deployments(ns).List(labels.Everything())
 	var keys []string
-	for _, d := range deploys {
-		for _, key := range serviceKeys {
-			if d.Annotations[key] == service {
-				keys = append(keys, d.Namespace+"/"+d.Labels[contract.LabelWorkload])
-				break
-			}
+	for _, d := range indexed[*appsv1.Deployment](v.index.deploys, byService, ns+"/"+service) {
+		if key := d.Namespace + "/" + d.Labels[contract.LabelWorkload]; !slices.Contains(keys, key) {
+			keys = append(keys, key)
 		}
 	}
 	return keys
-}
-
-// readyPods lists the pods the EndpointSlices of Service service hold as
-// ready (see strategies.ReadyPods).
-func readyPods(slicesLister discoverylisters.EndpointSliceLister, ns, service string) []string {
-	list, _ := slicesLister.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{serviceNameLabel: service}))
-	return strategies.ReadyPods(list)
 }
 
 // podStates returns the pods as the planners see them, those for which

@@ -92,14 +92,14 @@ func (r *recentWrites[T]) newest(cached T) T {
 	return w.obj
 }
 
-// created returns the objects of namespace ns written recently for which
-// keep holds, for those the cache does not hold yet.
-func (r *recentWrites[T]) created(ns string, keep func(T) bool) []T {
+// recent returns those of the objects ns/names written recently, for
+// those the cache does not hold yet.
+func (r *recentWrites[T]) recent(ns string, names ...string) []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []T
-	for _, w := range r.byKey {
-		if w.obj.GetNamespace() == ns && keep(w.obj) && r.clock.Since(w.at) <= r.ttl {
+	for _, name := range names {
+		if w, ok := r.byKey[ns+"/"+name]; ok && r.clock.Since(w.at) <= r.ttl {
 			out = append(out, w.obj)
 		}
 	}
