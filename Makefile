@@ -105,7 +105,8 @@ endef
 # above the results. BENCH_RESUME=1 carries on a run that was stopped: the
 # runs recorded with the same versions of the tools (for plimsoll, the
 # same commit; BENCH_BIN names a binary kept from it) are not measured
-# again.
+# again. BENCH_TOOLS limits a resumed run to some tools (e.g. flux), to
+# take the peers' runs while plimsoll's wait.
 BENCH_RUNS          ?= 3
 BENCH_PARTS         ?= rollout,sync,scale
 BENCH_ROLLOUT_N     ?= 100,300
@@ -113,15 +114,16 @@ BENCH_SYNC_N        ?= 1000,5000
 BENCH_SCALE_N       ?= 1000
 BENCH_NOTE          ?=
 BENCH_RESUME        ?=
+BENCH_TOOLS         ?=
 BENCH_PEERS_TIMEOUT ?= 48h
 
 .PHONY: bench-peers
-bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_NODES, BENCH_NOTE, BENCH_RESUME, BENCH_BIN)
+bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_NODES, BENCH_NOTE, BENCH_RESUME, BENCH_TOOLS, BENCH_BIN)
 	$(CLUSTER) argo-rollouts >/dev/null
 	$(CLUSTER) flux >/dev/null
 	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_PARTS=$(BENCH_PARTS) PLIMSOLL_BENCH_RUNS=$(BENCH_RUNS) \
 		PLIMSOLL_BENCH_ROLLOUT_N=$(BENCH_ROLLOUT_N) PLIMSOLL_BENCH_SYNC_N=$(BENCH_SYNC_N) PLIMSOLL_BENCH_SCALE_N=$(BENCH_SCALE_N) \
-		PLIMSOLL_BENCH_NOTE='$(BENCH_NOTE)' PLIMSOLL_BENCH_RESUME=$(BENCH_RESUME) PLIMSOLL_BENCH_BIN=$(BENCH_BIN) \
+		PLIMSOLL_BENCH_NOTE='$(BENCH_NOTE)' PLIMSOLL_BENCH_RESUME=$(BENCH_RESUME) PLIMSOLL_BENCH_TOOLS='$(BENCH_TOOLS)' PLIMSOLL_BENCH_BIN=$(BENCH_BIN) \
 		$(GO) test -tags bench -count=1 -timeout $(BENCH_PEERS_TIMEOUT) -v -run '^TestPeerBenchmark$$' ./test/bench/)
 
 # The sync benchmark of plimsoll alone needs the local control plane: it is

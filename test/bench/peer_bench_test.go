@@ -28,7 +28,10 @@ type peerEnv struct {
 	note       string
 	// resume keeps the runs an earlier invocation made with the same
 	// versions of the tools, and measures only those missing.
-	resume   bool
+	resume bool
+	// tools are the tools measured (all when empty): with resume, the
+	// peers' runs can be taken while plimsoll's wait for a binary.
+	tools    []string
 	argo     string // the Argo Rollouts controller (cmd/rollouts-controller)
 	flux     *fluxDriver
 	versions map[string]string // tool -> version
@@ -45,6 +48,7 @@ type peerEnv struct {
 //	PLIMSOLL_BENCH_SCALE_N     rolling workloads of 10 pods (default 1000)
 //	PLIMSOLL_BENCH_NOTE        a line printed above the results, e.g. that a run is a check at small sizes
 //	PLIMSOLL_BENCH_RESUME      "1": keep the runs already recorded of the same tool versions, run only the others
+//	PLIMSOLL_BENCH_TOOLS       which tools to measure, of plimsoll, argo-rollouts, flux, plimsoll sync --once, kubectl (default all)
 //
 // It builds (or finds in the tools cache) the peers with hack/cluster and
 // installs their CRDs, from the same module sources, on the control plane.
@@ -61,6 +65,7 @@ func readPeerEnv(t *testing.T) peerEnv {
 		scaleN:   envInt(t, "PLIMSOLL_BENCH_SCALE_N", "1000"),
 		note:     os.Getenv("PLIMSOLL_BENCH_NOTE"),
 		resume:   os.Getenv("PLIMSOLL_BENCH_RESUME") == "1",
+		tools:    strings.FieldsFunc(os.Getenv("PLIMSOLL_BENCH_TOOLS"), func(r rune) bool { return r == ',' }),
 		versions: map[string]string{},
 	}
 	cluster := filepath.Join(r.root, "hack", "cluster")
@@ -88,6 +93,11 @@ func readPeerEnv(t *testing.T) peerEnv {
 
 // wants tells whether the comparison called part is to run.
 func (e peerEnv) wants(part string) bool { return slices.Contains(e.parts, part) }
+
+// measures tells whether tool is to be measured.
+func (e peerEnv) measures(tool string) bool {
+	return len(e.tools) == 0 || slices.Contains(e.tools, tool)
+}
 
 // kept returns the version of each tool whose recorded runs are kept
 // (resume), none otherwise: a run made by another version of a tool, a
@@ -132,6 +142,9 @@ func TestPeerBenchmark(t *testing.T) {
 					tool string
 					drv  rolloutDriver
 				}{{toolPlimsoll, &plimsollDriver{bin: env.bin}}, {toolArgo, argo}} {
+					if !env.measures(d.tool) {
+						continue
+					}
 					if results.hasRollout(d.tool, n, run) {
 						t.Logf("rollout: %s, N=%d, run %d: recorded by an earlier invocation", d.tool, n, run)
 						continue
@@ -152,7 +165,7 @@ func TestPeerBenchmark(t *testing.T) {
 			repo := newSyncRepo(t, n)
 			for run := 1; run <= env.runs; run++ {
 				for _, tool := range []string{toolPlimsoll, toolFlux, toolOnce, toolKubectl} {
-					if results.has("sync", tool, n, run) {
+					if !env.measures(tool) || results.has("sync", tool, n, run) {
 						continue
 					}
 					results.Peers = append(results.Peers, syncRun(t, env, cfg, client, tool, repo, n, run))
@@ -167,7 +180,7 @@ func TestPeerBenchmark(t *testing.T) {
 			repo := newScaleRepo(t, n)
 			for run := 1; run <= env.runs; run++ {
 				for _, tool := range []string{toolPlimsoll, toolFlux} {
-					if results.has("scale", tool, n, run) {
+					if !env.measures(tool) || results.has("scale", tool, n, run) {
 						continue
 					}
 					results.Peers = append(results.Peers, scaleRun(t, env, cfg, client, tool, repo, n, run))
