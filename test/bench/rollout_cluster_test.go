@@ -92,8 +92,19 @@ func workloadManifest(s strategy, name, image string) string {
 	default:
 		annotations = fmt.Sprintf("    %s: rolling\n", keyStrategy)
 	}
+	spec := workloadSpec(name, image, s.replicas)
+	if s == rolling {
+		// The scale comparison rolls 1,000 of these at once, and
+		// kube-controller-manager's controllers, 20 requests a second
+		// each, take longer than the default 600 s to get round to some
+		// of them: the Deployment controller then reports
+		// ProgressDeadlineExceeded whoever applied them (53 of Flux's,
+		// 22 minutes in), and plimsoll rolls those back. An hour leaves
+		// the deadline to pods that fail.
+		spec = strings.Replace(spec, "spec:\n", "spec:\n  progressDeadlineSeconds: 3600\n", 1)
+	}
 	out := fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %[1]s\n  namespace: %[2]s\n  labels:\n    app: %[1]s\n  annotations:\n%[3]s",
-		name, s.namespace, annotations) + workloadSpec(name, image, s.replicas)
+		name, s.namespace, annotations) + spec
 	if s != rolling {
 		out += serviceManifest(name, s.namespace)
 	}
