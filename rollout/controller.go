@@ -243,10 +243,11 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// namespace, watched whole and mapped to the Deployment they target.
 	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
-	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: workloadIndex, byService: steeredIndex})
-	addIndexers(rsInformer.Informer(), cache.Indexers{byWorkload: workloadIndex})
-	addIndexers(podInformer.Informer(), cache.Indexers{byWorkload: workloadIndex})
-	addIndexers(sliceInformer.Informer(), cache.Indexers{byService: sliceIndex})
+	byWorkloadLabel := labelIndex(contract.LabelWorkload)
+	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel, byService: steeredIndex})
+	addIndexers(rsInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel})
+	addIndexers(podInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel})
+	addIndexers(sliceInformer.Informer(), cache.Indexers{byService: labelIndex(serviceNameLabel)})
 	c.views[ns] = view{
 		index: indexes{deploys: deployInformer.Informer().GetIndexer(), rsets: rsInformer.Informer().GetIndexer(),
 			pods: podInformer.Informer().GetIndexer(), slices: sliceInformer.Informer().GetIndexer()},

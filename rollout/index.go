@@ -6,8 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
-
-	"plimsoll.dev/plimsoll/contract"
 )
 
 // The informers' indexes. A lister's List with a label selector walks
@@ -26,17 +24,22 @@ const (
 	byService = "service"
 )
 
-// workloadIndex is the byWorkload index function.
-func workloadIndex(obj any) ([]string, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil
+// labelIndex returns the index function that files an object under
+// "<namespace>/<value of label>", and nowhere without the label:
+// plimsoll.dev/workload for byWorkload, the EndpointSlice's Service name
+// for byService.
+func labelIndex(label string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil
+		}
+		value := m.GetLabels()[label]
+		if value == "" {
+			return nil, nil
+		}
+		return []string{m.GetNamespace() + "/" + value}, nil
 	}
-	name := m.GetLabels()[contract.LabelWorkload]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{m.GetNamespace() + "/" + name}, nil
 }
 
 // steeredIndex is the byService index function of Deployments: the
@@ -55,20 +58,6 @@ func steeredIndex(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// sliceIndex is the byService index function of EndpointSlices: the
-// Service a slice belongs to.
-func sliceIndex(obj any) ([]string, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil
-	}
-	name := m.GetLabels()[serviceNameLabel]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{m.GetNamespace() + "/" + name}, nil
-}
-
 // indexes are the indexers of one view's informers.
 type indexes struct {
 	deploys, rsets, pods, slices cache.Indexer
@@ -85,9 +74,6 @@ func addIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) {
 // indexed returns the objects of type T that indexer holds under key in
 // index; the caches' own objects, not to be changed.
 func indexed[T any](indexer cache.Indexer, index, key string) []T {
-	if indexer == nil {
-		return nil
-	}
 	objs, _ := indexer.ByIndex(index, key)
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {

@@ -23,10 +23,7 @@ import (
 // (as client-go's IntegerResourceVersionMutationCache does); one that is
 // not an integer leaves the cache's copy in use. An object whose watch
 // event never comes (a pod deleted meanwhile) is dropped after ttl.
-type recentWrites[T interface {
-	comparable
-	metav1.Object
-}] struct {
+type recentWrites[T object] struct {
 	clock clock.PassiveClock
 	ttl   time.Duration
 	mu    sync.Mutex
@@ -35,15 +32,18 @@ type recentWrites[T interface {
 	swept time.Time
 }
 
+// object is what recentWrites holds: a pointer to an API object.
+type object interface {
+	comparable
+	metav1.Object
+}
+
 type recentWrite[T any] struct {
 	obj T
 	at  time.Time
 }
 
-func newRecentWrites[T interface {
-	comparable
-	metav1.Object
-}](clk clock.PassiveClock, ttl time.Duration) *recentWrites[T] {
+func newRecentWrites[T object](clk clock.PassiveClock, ttl time.Duration) *recentWrites[T] {
 	return &recentWrites[T]{clock: clk, ttl: ttl, byKey: map[string]recentWrite[T]{}, swept: clk.Now()}
 }
 
