@@ -27,6 +27,13 @@ const (
 // the daemon coming through, not about a revision failing for that.
 var outageDeadline = [2]string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 600"}
 
+// outageMinReady keeps the blue-green rollout under way when the API
+// server stops. The simulated pods are Ready within some 100 ms, so that
+// green comes up and the swap happens before the test has seen the commit
+// applied; with it, green's pods count as available only 15 s after they
+// are Ready, and the swap waits for that.
+const outageMinReady = "  minReadySeconds: 15\n"
+
 // TestAPIServerOutage stops the API server for 20 s in the middle of a
 // canary and of a blue-green rollout (hack/cluster stop/start) and starts
 // it again: the daemon keeps running and reconnects, the rollout completes,
@@ -36,12 +43,14 @@ var outageDeadline = [2]string{"progressDeadlineSeconds: 60", "progressDeadlineS
 func TestAPIServerOutage(t *testing.T) {
 	for _, tt := range []struct {
 		name, service, workload string
-		files                   func(version string) map[string]string
+		// first is the Deployment that carries revision 1's status.
+		first string
+		files func(version string) map[string]string
 		// started holds once the revision is under way, before it is done.
 		started func(pods []string) bool
 	}{
 		{
-			name: "canary", service: "api", workload: "api",
+			name: "canary", service: "api", workload: "api", first: "api",
 			files: func(version string) map[string]string {
 				return canaryExample(t, version, `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 15s, 50%, pause 5s, 100%"`,
 					outageDeadline[0], outageDeadline[1])
@@ -49,10 +58,11 @@ func TestAPIServerOutage(t *testing.T) {
 			started: func(pods []string) bool { return len(withPrefix(pods, "api-canary-")) == 1 },
 		},
 		{
-			name: "blue-green", service: "shop", workload: "shop-green",
+			name: "blue-green", service: "shop", workload: "shop-green", first: "shop-blue",
 			files: func(version string) map[string]string {
 				return example(t, "blue-green", "registry.example/shop:v1", "registry.example/shop:"+version,
-					"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: 5s", outageDeadline[0], outageDeadline[1])
+					"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: 5s", outageDeadline[0], outageDeadline[1],
+					"  template:\n", outageMinReady+"  template:\n")
 			},
 			// Blue serves until the swap; green coming up is waited for below.
 			started: func(pods []string) bool { return len(withPrefix(pods, "shop-blue-")) == 4 },
@@ -70,6 +80,10 @@ func TestAPIServerOutage(t *testing.T) {
 			// is the control plane's recovery, not the daemon's.
 			waitForWithin(t, "4 endpoints of revision 1", afterOutage, func(context.Context) (bool, error) {
 				return len(endpoints.ready()) == 4, nil
+			})
+			waitForWithin(t, "revision 1 Healthy", afterOutage, func(ctx context.Context) (bool, error) {
+				dep, err := suite.client.AppsV1().Deployments(s.ns).Get(ctx, tt.first, metav1.GetOptions{})
+				return err == nil && phaseIs(1, "Healthy")(dep), nil
 			})
 			mark := endpoints.mark()
 
