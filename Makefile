@@ -117,13 +117,18 @@ BENCH_RESUME        ?=
 BENCH_TOOLS         ?=
 BENCH_PEERS_TIMEOUT ?= 48h
 
+# The note and the tool list are free text: exported, not quoted on the
+# command line, so that an apostrophe in the note cannot break the recipe.
+bench-peers: export PLIMSOLL_BENCH_NOTE = $(BENCH_NOTE)
+bench-peers: export PLIMSOLL_BENCH_TOOLS = $(BENCH_TOOLS)
+
 .PHONY: bench-peers
 bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_NODES, BENCH_NOTE, BENCH_RESUME, BENCH_TOOLS, BENCH_BIN)
 	$(CLUSTER) argo-rollouts >/dev/null
 	$(CLUSTER) flux >/dev/null
 	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_PARTS=$(BENCH_PARTS) PLIMSOLL_BENCH_RUNS=$(BENCH_RUNS) \
 		PLIMSOLL_BENCH_ROLLOUT_N=$(BENCH_ROLLOUT_N) PLIMSOLL_BENCH_SYNC_N=$(BENCH_SYNC_N) PLIMSOLL_BENCH_SCALE_N=$(BENCH_SCALE_N) \
-		PLIMSOLL_BENCH_NOTE='$(BENCH_NOTE)' PLIMSOLL_BENCH_RESUME=$(BENCH_RESUME) PLIMSOLL_BENCH_TOOLS='$(BENCH_TOOLS)' PLIMSOLL_BENCH_BIN=$(BENCH_BIN) \
+		PLIMSOLL_BENCH_RESUME=$(BENCH_RESUME) PLIMSOLL_BENCH_BIN=$(BENCH_BIN) \
 		$(GO) test -tags bench -count=1 -timeout $(BENCH_PEERS_TIMEOUT) -v -run '^TestPeerBenchmark$$' ./test/bench/)
 
 # The sync benchmark of plimsoll alone needs the local control plane: it is
