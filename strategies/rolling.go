@@ -140,7 +140,10 @@ type RollingPlan struct {
 //     Git count is written.
 //  9. Every pod updated, ready and available, none old, and the Deployment
 //     controller reports the rollout complete: Healthy.
-//  10. Otherwise: Progressing, "3/4 updated, 3 available".
+//  10. Otherwise: Progressing, "rolling out revision 4 (commit def5678)",
+//     with a warning when fewer pods are available than the strategy
+//     keeps (see Progress.message); the pod counts are left to the
+//     Deployment's status, so that they cost no write.
 //
 // A workload with analyses has each revision that has a previous template
 // to roll back to verified once it is complete (step 9): the verification
@@ -230,7 +233,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 			plan.Status.Phase, plan.Status.Message = PhaseProgressing, fmt.Sprintf("%s; verifying: %s", available, j.summary)
 		}
 	default:
-		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message()
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message(revision)
 	}
 	return plan
 }

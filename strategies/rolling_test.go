@@ -96,14 +96,14 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, withPods(5, 3, 3, 3), updating)},
-			want:     wantPlan{phase: PhaseProgressing, message: "3/4 updated, 3 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)", template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
 			name:     "progressing: every pod updated, one old pod still running",
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, withPods(5, 4, 4, 4), updating)},
-			want:     wantPlan{phase: PhaseProgressing, message: "4/4 updated, 4 available, 1 old pod left", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)", template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
 			// 4 replicas, 25% unavailable: the controller keeps 3 available;
@@ -112,7 +112,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, withPods(5, 2, 2, 2), updating)},
-			want:     wantPlan{phase: PhaseProgressing, message: "2/4 updated, 2 available, below the minimum of 3 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678): below the minimum of 3 available", template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
 			name:     "healthy: every pod updated, ready and available",
@@ -126,7 +126,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4, updating)},
-			want:     wantPlan{phase: PhaseProgressing, message: "4/4 updated, 4 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)", template: TemplateGit, revision: 4, hash: h4},
 		},
 		{
 			name:     "paused mid-rollout",
@@ -296,7 +296,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  Desired{Hash: h5, Replicas: ptrTo(int32(4)), AutoRollback: true, Commit: commitV5},
 			recorded: Status{Phase: PhaseDegraded, Revision: 5, Hash: h5, FailedHash: h4, Commit: commitV5, Message: "waiting"},
 			observed: RollingObserved{Deployment: deployment(v5, withPods(5, 1, 4, 4), updating)},
-			want:     wantPlan{phase: PhaseProgressing, message: "1/4 updated, 4 available", template: TemplateGit, revision: 5, hash: h5, failedHash: h4},
+			want:     wantPlan{phase: PhaseProgressing, message: "rolling out revision 5 (commit 0555555)", template: TemplateGit, revision: 5, hash: h5, failedHash: h4},
 		},
 		{
 			name:     "live template edited by hand: Git's goes back",
@@ -413,6 +413,46 @@ func TestPlanRollingIsIdempotent(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPlanRollingCountsWriteNothing walks the pod counts of one rollout of
+// 4 replicas (25% surge and unavailable: at most 5 pods, 3 available) and
+// checks that the status changes only when the phase or the warning does:
+// every other status would be a write, a new generation and a sync of the
+// Deployment controller for nothing the counts in the Deployment's own
+// status do not already say.
+func TestPlanRollingCountsWriteNothing(t *testing.T) {
+	desired4 := Desired{Hash: h4, Replicas: ptrTo(int32(4)), AutoRollback: true, Commit: commitV4}
+	updating := withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")
+	steps := []struct {
+		pods, updated, ready, available int32
+		want                            string
+	}{
+		{5, 1, 4, 4, "rolling out revision 4 (commit def5678)"},
+		{5, 2, 3, 3, "rolling out revision 4 (commit def5678)"},
+		{5, 3, 4, 4, "rolling out revision 4 (commit def5678)"},
+		// One new pod fails: 2 available of the 3 the strategy keeps.
+		{5, 3, 2, 2, "rolling out revision 4 (commit def5678): below the minimum of 3 available"},
+		{5, 3, 2, 2, "rolling out revision 4 (commit def5678): below the minimum of 3 available"},
+		{5, 4, 4, 4, "rolling out revision 4 (commit def5678)"},
+		{4, 4, 4, 4, "rolling out revision 4 (commit def5678)"},
+	}
+	recorded := Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, Commit: commitV4, Message: "rolling out revision 4 (commit def5678)"}
+	writes := 0
+	for _, s := range steps {
+		plan := PlanRolling(desired4, recorded, RollingObserved{Deployment: deployment(v4, withPods(s.pods, s.updated, s.ready, s.available), updating)})
+		if plan.Status.Phase != PhaseProgressing || plan.Status.Message != s.want {
+			t.Errorf("%d/%d updated, %d available: %s %q, want Progressing %q", s.updated, 4, s.available, plan.Status.Phase, plan.Status.Message, s.want)
+		}
+		if plan.Status != recorded {
+			writes++
+		}
+		recorded = plan.Status
+	}
+	// Into the warning and out of it.
+	if writes != 2 {
+		t.Errorf("%d status changes over the rollout, want 2", writes)
 	}
 }
 
