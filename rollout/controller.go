@@ -243,6 +243,8 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// namespace, watched whole and mapped to the Deployment they target.
 	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
+	setTrim(deployInformer.Informer(), rsInformer.Informer(), podInformer.Informer(), serviceInformer.Informer(),
+		sliceInformer.Informer(), analysisInformer.Informer(), autoscalerInformer.Informer())
 	byWorkloadLabel := labelIndex(contract.LabelWorkload)
 	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel, byService: steeredIndex})
 	addIndexers(rsInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel})

@@ -1,0 +1,54 @@
+package rollout
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+)
+
+// trim is the transform of every informer of the rollout controller: what
+// the caches hold of an object is what the planners read of it. Pods are
+// most of the cache (1,000 workloads of 10 pods: 10,000 pods beside 3,000
+// Deployments and ReplicaSets), and the controller reads of a pod only its
+// metadata (name, labels, annotations, creation and deletion) and its
+// Ready condition: its spec and the rest of its status go. Every object
+// loses metadata.managedFields, a record per field manager that can be as
+// large as the object. A Deployment is written back from its cached copy
+// (Update), and an Update without managedFields leaves the server's as
+// they are.
+//
+// The informers call trim on objects freshly decoded, before caching
+// them, and again on objects already trimmed (a re-list): it changes them
+// in place, and trimming twice is trimming once.
+func trim(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.Spec = corev1.PodSpec{}
+		p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: readyOnly(p.Status.Conditions)}
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// readyOnly returns the Ready condition of conditions, nil when none.
+func readyOnly(conditions []corev1.PodCondition) []corev1.PodCondition {
+	for _, c := range conditions {
+		if c.Type == corev1.PodReady {
+			return []corev1.PodCondition{c}
+		}
+	}
+	return nil
+}
+
+// setTrim installs trim on informers not yet started; it fails only on a
+// started one, a defect.
+func setTrim(informers ...cache.SharedIndexInformer) {
+	for _, informer := range informers {
+		if err := informer.SetTransform(trim); err != nil {
+			panic(fmt.Sprintf("set the rollout controller's cache transform: %v", err))
+		}
+	}
+}
