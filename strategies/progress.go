@@ -112,8 +112,9 @@ func (p Progress) complete() bool {
 		p.Available == p.Replicas && p.Old == 0
 }
 
-// message is the line of a rollout under way: "rolling out revision 4
-// (commit def5678)". It names no pod counts: the status is written as
+// message is the line of a rollout under way, rollingOut ("rolling out
+// revision 4 (commit def5678)"), the same line the rollout started with.
+// It names no pod counts: the status is written as
 // annotations, each write bumps the Deployment's generation and costs the
 // Deployment controller a sync, so a line that changed with every pod
 // would be rewritten 4 to 6 times per revision (1,000 workloads rolled at
@@ -123,8 +124,8 @@ func (p Progress) complete() bool {
 // rather than start slowly. 4 replicas at 25% keep 3 available, so 2
 // available gives "rolling out revision 4 (commit def5678): below the
 // minimum of 3 available".
-func (p Progress) message(revision string) string {
-	m := "rolling out " + revision
+func (p Progress) message(rollingOut string) string {
+	m := rollingOut
 	if p.Old > 0 && p.Available < p.MinAvailable {
 		m += fmt.Sprintf(": below the minimum of %d available", p.MinAvailable)
 	}

@@ -169,9 +169,12 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 		Run:      observed.Run,
 	}
 	revision := describeRevision(decision.Revision, desired.Commit)
+	// One line from the first write to the last pod, so that the
+	// Progressing status does not change while pods come up.
+	rollingOut := "rolling out " + revision
 	live := observed.Deployment
 	if live == nil {
-		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, rollingOut
 		return plan
 	}
 
@@ -188,7 +191,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 	case !isLive && live.Spec.Paused:
 		plan.Status.Phase, plan.Status.Message = PhasePaused, "paused before rolling out "+revision
 	case !isLive:
-		plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, rollingOut
 	case recorded.Phase == PhaseDegraded && (timedOut || !caughtUp):
 		if at, ok := stallFor(live, observed.Pods, recorded); ok && caughtUp {
 			if !observed.Now.Before(at) {
@@ -209,7 +212,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 		// and the lag again.
 		plan.Status.Phase, plan.Status.Message = recorded.Phase, recorded.Message
 		if plan.Status.Phase == "" {
-			plan.Status.Phase, plan.Status.Message = PhaseProgressing, "rolling out "+revision
+			plan.Status.Phase, plan.Status.Message = PhaseProgressing, rollingOut
 		}
 	case timedOut:
 		return planFailure(plan, desired, recorded, observed, deadlineReason(live))
@@ -233,7 +236,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 			plan.Status.Phase, plan.Status.Message = PhaseProgressing, fmt.Sprintf("%s; verifying: %s", available, j.summary)
 		}
 	default:
-		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message(revision)
+		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message(rollingOut)
 	}
 	return plan
 }
