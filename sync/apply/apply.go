@@ -56,8 +56,13 @@ type Result struct {
 // resources of a new CRD, objects in a new namespace) are dry-run in turn,
 // and the rest is applied.
 //
-// Items for which skip returns true are dry-run but not applied: the caller
-// hands them elsewhere (the rollout controller takes the Deployments).
+// Items for which skip returns true are dry-run, as the
+// HandOffFieldManager, but not applied: the caller hands them elsewhere
+// (the rollout controller takes the Deployments). A Deployment whose Git
+// manifest drops minReadySeconds while lowering progressDeadlineSeconds
+// below it is valid once the rollout controller, which applied the old
+// value, applies it; dry-run as the sync, which never did, it would keep
+// the old value and be refused.
 func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) (Result, error) {
 	var res Result
 	newNamespaces := map[string]bool{}
@@ -74,7 +79,7 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 			now = append(now, it)
 		}
 	}
-	if err := a.dryRun(ctx, now); err != nil {
+	if err := a.dryRun(ctx, now, skip); err != nil {
 		return res, err
 	}
 
@@ -98,7 +103,7 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 		if err := a.remap(later); err != nil {
 			return res, err
 		}
-		if err := a.dryRun(ctx, later); err != nil {
+		if err := a.dryRun(ctx, later, skip); err != nil {
 			return res, err
 		}
 		second = append(second, later...)
@@ -125,11 +130,16 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 }
 
 // dryRun applies every item with dryRun=All, concurrently, and joins the
-// failures. A forced item whose change touches an immutable field is marked
-// for recreation instead of failing.
-func (a *Applier) dryRun(ctx context.Context, items []*Item) error {
+// failures; those handed elsewhere (skip) as the HandOffFieldManager. A
+// forced item whose change touches an immutable field is marked for
+// recreation instead of failing.
+func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bool) error {
 	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
-		_, err := a.patch(ctx, it, true)
+		manager := a.cfg.FieldManager
+		if skip != nil && skip(it) {
+			manager = a.cfg.HandOffFieldManager
+		}
+		_, err := a.patch(ctx, it, manager, true)
 		if err == nil {
 			return nil
 		}
@@ -157,7 +167,7 @@ func (a *Applier) applyAll(ctx context.Context, items []*Item) ([]Change, error)
 			}
 			it.Live = nil
 		}
-		applied, err := a.patch(ctx, it, false)
+		applied, err := a.patch(ctx, it, a.cfg.FieldManager, false)
 		if err != nil {
 			return rejection(it, "apply", err)
 		}
@@ -177,8 +187,9 @@ func (a *Applier) applyAll(ctx context.Context, items []*Item) ([]Change, error)
 	return out, err
 }
 
-func (a *Applier) patch(ctx context.Context, it *Item, dryRun bool) (*unstructured.Unstructured, error) {
-	opts := metav1.ApplyOptions{FieldManager: a.cfg.FieldManager, Force: true}
+// patch applies it as manager, only as a dry run when dryRun is set.
+func (a *Applier) patch(ctx context.Context, it *Item, manager string, dryRun bool) (*unstructured.Unstructured, error) {
+	opts := metav1.ApplyOptions{FieldManager: manager, Force: true}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}

@@ -34,7 +34,7 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 		if it.Mapping == nil {
 			want = it.Object.Obj // a kind this commit's CRD brings: cannot be dry-run yet
 		} else {
-			applied, err := a.patch(ctx, it, true)
+			applied, err := a.patch(ctx, it, a.cfg.FieldManager, true)
 			if err != nil {
 				return nil, rejection(it, "dry-run", err)
 			}
