@@ -79,6 +79,10 @@ const (
 	// AnnotationFailedHash holds the template hash that failed; a revision
 	// with that hash is not started until Git changes it or a retry.
 	AnnotationFailedHash = "plimsoll.dev/failed-hash"
+	// AnnotationStableHash holds, on a rolling workload's Deployment, the
+	// template hash of its last revision that was Healthy: the template an
+	// automatic rollback restores.
+	AnnotationStableHash = "plimsoll.dev/stable-hash"
 	// AnnotationRole is what a Deployment is to its workload: RolePrimary,
 	// RoleActive, RolePreview, RoleIdle, RoleStable or RoleCanary.
 	AnnotationRole = "plimsoll.dev/role"

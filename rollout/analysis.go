@@ -152,7 +152,7 @@ func (c *Controller) judgeRolling(ctx context.Context, live *appsv1.Deployment, 
 		return judgement{run: run}, nil
 	}
 	return c.judge(ctx, live, annotations, run, analysis.Builtins{Workload: live.Name, Namespace: live.Namespace,
-		Service: annotations[contract.AnnotationService], Revision: recorded.Revision, Hash: hash})
+		Service: annotations[contract.AnnotationService], Revision: recorded.Revision, Hash: hash, StableHash: recorded.StableHash})
 }
 
 // setRun records run on d, or removes the record for none.

@@ -165,9 +165,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 }
 
 // statusKeys are the annotations a write of the status sets or removes.
-var statusKeys = []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
-	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage, contract.AnnotationRole,
-	contract.AnnotationAnalysisRun}
+var statusKeys = append(strategies.StatusKeys(), contract.AnnotationRole, contract.AnnotationAnalysisRun)
 
 // applied reports whether live holds everything an apply of obj would
 // write: every field of obj (see fields.Hold), and exactly obj's status

@@ -15,12 +15,10 @@ import (
 // Deployment of a progressive workload: the status, and the state that a
 // restarted controller resumes from. Anything else on a Deployment is Git's
 // or its own.
-var workloadKeys = []string{
-	contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
-	contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage,
+var workloadKeys = append(strategies.StatusKeys(),
 	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
 	contract.AnnotationAnalysisRun,
-}
+)
 
 // workloadState is what the controller records on a progressive
 // workload's Deployments besides the status.
@@ -143,8 +141,7 @@ func (cmd command) describe(acted string) string {
 
 // writeStatus replaces the status annotations of d with s's.
 func writeStatus(d *appsv1.Deployment, s strategies.Status) {
-	for _, k := range []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
-		contract.AnnotationFailedHash, contract.AnnotationCommit, contract.AnnotationMessage} {
+	for _, k := range strategies.StatusKeys() {
 		delete(d.Annotations, k)
 	}
 	for k, v := range s.Annotations() {

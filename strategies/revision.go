@@ -75,9 +75,9 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 // HandOver is what a workload records when Git hands over a template of
 // hash from commit: the decision (see DecideRevision), and the status to
 // record at once. A new revision starts Progressing with the message
-// "rolling out revision N" and keeps the recorded failed hash; the same or
-// a refused template keeps the recorded status, commit included: the
-// commit is that of the revision (see RevisionCommit).
+// "rolling out revision N" and keeps the recorded failed and stable
+// hashes; the same or a refused template keeps the recorded status, commit
+// included: the commit is that of the revision (see RevisionCommit).
 // Worked through: recorded revision 3 at hash H, Git hands over H' from
 // commit C: revision 4, hash H', commit C, Progressing.
 func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
@@ -85,7 +85,7 @@ func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	status := recorded
 	status.Commit = RevisionCommit(recorded, hash, commit)
 	if decision.Action == RevisionNew {
-		status = Status{Revision: decision.Revision, Hash: hash, FailedHash: recorded.FailedHash, Commit: commit,
+		status = Status{Revision: decision.Revision, Hash: hash, FailedHash: recorded.FailedHash, StableHash: recorded.StableHash, Commit: commit,
 			Phase: PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
 	}
 	return status, decision

@@ -31,22 +31,31 @@ type Rollback struct {
 	FailedHash string
 }
 
-// rollbackTarget returns the ReplicaSet to roll back to: the newest, by
-// deployment.kubernetes.io/revision, of the ReplicaSets live controls whose
-// template is none of the excluded hashes (the failing one and any failed
-// before), or nil when there is none. Revisions compare as numbers, so 10
-// is newer than 9; a ReplicaSet without a readable revision counts as the
-// oldest, and among equal revisions the greater name wins, so the choice
-// never depends on the order of the list. ReplicaSets being deleted are
-// skipped.
+// rollbackTarget returns the ReplicaSet to roll back to, or nil when there
+// is none: of the ReplicaSets live controls whose template is none of the
+// excluded hashes (the failing one and any failed before), the one whose
+// template is stable (the last revision that was Healthy), or else the
+// newest by deployment.kubernetes.io/revision. Revisions compare as
+// numbers, so 10 is newer than 9; a ReplicaSet without a readable revision
+// counts as the oldest, and among equal revisions the greater name wins, so
+// the choice never depends on the order of the list. ReplicaSets being
+// deleted are skipped.
 //
-// ReplicaSets of a Deployment at revisions 1, 2, 3 (hash 5d9f01c2aa) and 4
-// (hash 7c4e1a2b9f, failing), failed hash 0b3e66d1c8 of revision 2:
-// excluding 7c4e1a2b9f and 0b3e66d1c8 leaves 1 and 3; the target is 3.
-func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, exclude ...string) *appsv1.ReplicaSet {
+// The stable one comes first because the newest need never have been
+// Healthy: revision 3 replaced by revision 4 halfway through its rollout
+// has the newest ReplicaSet when 4 fails, while revision 2 is the last
+// one known to work. Without a stable hash (a Deployment plimsoll adopted,
+// or whose stable ReplicaSet the Deployment controller pruned under its
+// revisionHistoryLimit), the newest is the best guess, as for kubectl
+// rollout undo.
+//
+// ReplicaSets of a Deployment at revisions 1, 2 (hash 0b3e66d1c8), 3 (hash
+// 5d9f01c2aa) and 4 (hash 7c4e1a2b9f, failing): with 0b3e66d1c8 stable,
+// the target is 2; with no stable hash, 3; with none and 5d9f01c2aa
+// excluded as failed before, 2.
+func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, stable string, exclude ...string) *appsv1.ReplicaSet {
 	exclude = slices.DeleteFunc(slices.Clone(exclude), func(h string) bool { return h == "" })
-	var best *appsv1.ReplicaSet
-	var bestRevision int64
+	var newest, stableRS *appsv1.ReplicaSet
 	for _, rs := range replicaSets {
 		if rs == nil || rs.DeletionTimestamp != nil {
 			continue
@@ -54,15 +63,31 @@ func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, e
 		if live.UID != "" && !metav1.IsControlledBy(rs, live) {
 			continue
 		}
-		if slices.Contains(exclude, LiveHash(rs.Spec.Template)) {
+		hash := LiveHash(rs.Spec.Template)
+		if slices.Contains(exclude, hash) {
 			continue
 		}
-		revision := deploymentRevision(rs)
-		if best == nil || revision > bestRevision || (revision == bestRevision && rs.Name > best.Name) {
-			best, bestRevision = rs, revision
+		if hash == stable && newer(rs, stableRS) {
+			stableRS = rs
+		}
+		if newer(rs, newest) {
+			newest = rs
 		}
 	}
-	return best
+	if stableRS != nil {
+		return stableRS
+	}
+	return newest
+}
+
+// newer reports whether ReplicaSet a is newer than b (nil: none) by
+// deployment.kubernetes.io/revision, the greater name winning a tie.
+func newer(a, b *appsv1.ReplicaSet) bool {
+	if b == nil {
+		return true
+	}
+	ra, rb := deploymentRevision(a), deploymentRevision(b)
+	return ra > rb || (ra == rb && a.Name > b.Name)
 }
 
 // PossibleRollback returns the ReplicaSet whose template an automatic
@@ -78,12 +103,14 @@ func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, e
 // rolls back only the revision's own template), auto-rollback is off, or
 // no ReplicaSet qualifies.
 //
-// The choice is the planner's (see PlanRolling, steps 1 and 7): the newest
-// ReplicaSet of live whose template is neither the live one nor the
-// recorded failed hash. Revision 4 rolling out over revision 3, with
-// ReplicaSets at revisions 1, 3 and 4: revision 3's; the same with
-// revision 3's hash recorded as failed: revision 1's; once revision 4
-// failed and revision 3's template was restored: none.
+// The choice is the planner's (see PlanRolling, steps 1 and 7): of the
+// ReplicaSets of live whose template is neither the live one nor the
+// recorded failed hash, the stable one (plimsoll.dev/stable-hash), else
+// the newest. Revision 4 rolling out over revision 3, with ReplicaSets at
+// revisions 1, 3 and 4 and no stable hash: revision 3's; the same with
+// revision 3's hash recorded as failed: revision 1's; with revision 1's
+// hash stable: revision 1's; once revision 4 failed and revision 3's
+// template was restored: none.
 func PossibleRollback(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	if live == nil {
 		return nil
@@ -96,7 +123,7 @@ func PossibleRollback(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet)
 		a[contract.AnnotationAutoRollback] == "false" {
 		return nil
 	}
-	return rollbackTarget(live, replicaSets, current, a[contract.AnnotationFailedHash])
+	return rollbackTarget(live, replicaSets, a[contract.AnnotationStableHash], current, a[contract.AnnotationFailedHash])
 }
 
 // deploymentRevision reads deployment.kubernetes.io/revision of rs, -1

@@ -21,6 +21,8 @@ func TestPossibleRollback(t *testing.T) {
 	healthy4 := Status{Phase: PhaseHealthy, Revision: 4, Hash: h4, Commit: commitV4}
 	paused4 := progressing4
 	paused4.Phase = PhasePaused
+	stable1 := progressing4
+	stable1.StableHash = h1
 	all := []*appsv1.ReplicaSet{rs1, rs3, rs4}
 
 	tests := []struct {
@@ -41,6 +43,7 @@ func TestPossibleRollback(t *testing.T) {
 			annotations: map[string]string{contract.AnnotationRole: contract.RolePrimary, contract.AnnotationStrategy: contract.StrategyCanary},
 			replicaSets: all, want: rs3, planned: true},
 		{name: "paused: a resume can still fail it", recorded: paused4, replicaSets: all, want: rs3, planned: true},
+		{name: "the stable template before the newer revision 3", recorded: stable1, replicaSets: all, want: rs1, planned: true},
 		{name: "the recorded failed hash is skipped", recorded: afterFailure3, replicaSets: all, want: rs1, planned: true},
 		{name: "failed, rollback not written yet", recorded: pending4, replicaSets: all, want: rs3, planned: true},
 		{name: "nothing older to restore", recorded: progressing4, replicaSets: []*appsv1.ReplicaSet{rs4}, want: nil, planned: true},

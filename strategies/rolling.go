@@ -133,13 +133,15 @@ type RollingPlan struct {
 //     the recorded phase and message stay; the status it reports is about
 //     an older spec, and our own status writes bump the generation too.
 //  7. ProgressDeadlineExceeded: the revision failed. Its hash is recorded
-//     as failed; Degraded. With auto-rollback, the previous template is
-//     restored (see Rollback); with none to restore, or auto-rollback off,
+//     as failed; Degraded. With auto-rollback, the stable template (or,
+//     without one, the previous; see rollbackTarget) is restored (see
+//     Rollback); with none to restore, or auto-rollback off,
 //     the failed template stays live.
 //  8. The live replica count is not the desired one: Progressing until the
 //     Git count is written.
 //  9. Every pod updated, ready and available, none old, and the Deployment
-//     controller reports the rollout complete: Healthy.
+//     controller reports the rollout complete: Healthy, and the hash is
+//     recorded as the stable one, which a later rollback restores.
 //  10. Otherwise: Progressing, "rolling out revision 4 (commit def5678)",
 //     with a warning when fewer pods are available than the strategy
 //     keeps (see Progress.message); the pod counts are left to the
@@ -163,6 +165,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 			Revision:   decision.Revision,
 			Hash:       desired.Hash,
 			FailedHash: recorded.FailedHash,
+			StableHash: recorded.StableHash,
 			Commit:     desired.Commit,
 		},
 		Template: TemplateGit,
@@ -224,7 +227,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 	case p.complete() && rolloutComplete(live):
 		available := fmt.Sprintf("%d/%d available", p.Available, p.Replicas)
 		plan.Status.Phase, plan.Status.Message = PhaseHealthy, available
-		if len(observed.Analysis) == 0 || rollbackTarget(live, observed.ReplicaSets, desired.Hash, recorded.FailedHash) == nil {
+		if len(observed.Analysis) == 0 || rollbackTarget(live, observed.ReplicaSets, recorded.StableHash, desired.Hash, recorded.FailedHash) == nil {
 			break // nothing to verify against, or nothing to roll back to
 		}
 		j := judge(&plan.Run, observed.Analysis, StageVerification, desired.Hash, observed.Now, true)
@@ -238,6 +241,9 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 	default:
 		plan.Status.Phase, plan.Status.Message = PhaseProgressing, p.message(rollingOut)
 	}
+	if plan.Status.Phase == PhaseHealthy {
+		plan.Status.StableHash = desired.Hash
+	}
 	return plan
 }
 
@@ -249,7 +255,7 @@ func planFailure(plan RollingPlan, desired Desired, recorded Status, observed Ro
 	plan.Status.Phase = PhaseDegraded
 	plan.Status.FailedHash = desired.Hash
 	plan.Template = TemplateLive
-	switch target := rollbackTarget(live, observed.ReplicaSets, desired.Hash, recorded.FailedHash); {
+	switch target := rollbackTarget(live, observed.ReplicaSets, recorded.StableHash, desired.Hash, recorded.FailedHash); {
 	case !desired.AutoRollback:
 		plan.Status.Message = fmt.Sprintf("revision %d failed: %s; auto-rollback is off", plan.Status.Revision, reason)
 	case target == nil:
@@ -297,7 +303,7 @@ func planRefused(desired Desired, recorded Status, observed RollingObserved) Rol
 	if deadlineExceeded(live) {
 		reason = deadlineReason(live)
 	}
-	switch target := rollbackTarget(live, observed.ReplicaSets, failed); {
+	switch target := rollbackTarget(live, observed.ReplicaSets, recorded.StableHash, failed); {
 	case !desired.AutoRollback:
 		plan.Status.Message = keep(fmt.Sprintf("revision %d failed: %s; auto-rollback is off", recorded.Revision, reason))
 	case target == nil:

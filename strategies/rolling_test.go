@@ -39,6 +39,8 @@ type wantPlan struct {
 	revision   int64
 	hash       string
 	failedHash string
+	// stableHash is the stable hash recorded: Healthy records its own.
+	stableHash string
 	// rollbackTo names the ReplicaSet restored, with the plimsoll revision
 	// and commit the plan reports; empty: no rollback.
 	rollbackTo       *appsv1.ReplicaSet
@@ -119,7 +121,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(v4), ReplicaSets: []*appsv1.ReplicaSet{rs3, rs4}},
-			want:     wantPlan{phase: PhaseHealthy, message: "4/4 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseHealthy, message: "4/4 available", template: TemplateGit, revision: 4, hash: h4, stableHash: h4},
 		},
 		{
 			name:     "complete counts, but the Deployment controller has not called it complete",
@@ -168,6 +170,34 @@ func TestPlanRolling(t *testing.T) {
 				rollbackTo: rs3, rollbackRevision: 3, rollbackCommit: commitV3},
 		},
 		{
+			// Revision 3 replaced revision 1 but was never Healthy: the last
+			// Healthy revision, 1, is the one restored.
+			name:     "deadline exceeded: back to the stable template, not a newer one never Healthy",
+			desired:  desired4,
+			recorded: Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, StableHash: h1, Commit: commitV4},
+			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs1, rs3, rs4}},
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 1 (commit 1111111)",
+				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4, stableHash: h1,
+				rollbackTo: rs1, rollbackRevision: 1, rollbackCommit: commitV1},
+		},
+		{
+			name:     "failure recorded, rollback not written: back to the stable template",
+			desired:  desired4,
+			recorded: Status{Phase: PhaseDegraded, Revision: 4, Hash: h4, FailedHash: h4, StableHash: h1, Commit: commitV4, Message: "failed"},
+			observed: RollingObserved{Deployment: deployment(v4, timedOut), ReplicaSets: []*appsv1.ReplicaSet{rs3, rs1, rs4}},
+			want: wantPlan{phase: PhaseDegraded, message: "revision 4 (commit def5678) failed: progress deadline exceeded after 10s; rolled back to revision 1 (commit 1111111)",
+				template: TemplateRollback, revision: 4, hash: h4, failedHash: h4, stableHash: h1,
+				rollbackTo: rs1, rollbackRevision: 1, rollbackCommit: commitV1},
+		},
+		{
+			name:     "a new revision keeps the stable hash",
+			desired:  desired4,
+			recorded: Status{Phase: PhaseHealthy, Revision: 3, Hash: h3, StableHash: h3, Commit: commitV3, Message: "4/4 available"},
+			observed: RollingObserved{Deployment: deployment(v3), ReplicaSets: []*appsv1.ReplicaSet{rs1, rs3}},
+			want: wantPlan{phase: PhaseProgressing, message: "rolling out revision 4 (commit def5678)", template: TemplateGit,
+				revision: 4, hash: h4, stableHash: h3},
+		},
+		{
 			name:     "deadline exceeded: a template that failed before is no rollback target",
 			desired:  desired4,
 			recorded: Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, FailedHash: hBad, Commit: commitV4},
@@ -212,7 +242,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  Desired{Hash: h4, AutoRollback: true, Commit: commitV4},
 			recorded: Status{Phase: PhaseHealthy, Revision: 4, Hash: h4, Commit: commitV4},
 			observed: RollingObserved{Deployment: deployment(v4, withSpecReplicas(7), withPods(7, 7, 7, 7))},
-			want:     wantPlan{phase: PhaseHealthy, message: "7/7 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseHealthy, message: "7/7 available", template: TemplateGit, revision: 4, hash: h4, stableHash: h4},
 		},
 		{
 			name:     "already rolled back: no second rollback, nothing to record",
@@ -310,7 +340,7 @@ func TestPlanRolling(t *testing.T) {
 			desired:  desired4,
 			recorded: progressing4,
 			observed: RollingObserved{Deployment: deployment(stampedAndMutated)},
-			want:     wantPlan{phase: PhaseHealthy, message: "4/4 available", template: TemplateGit, revision: 4, hash: h4},
+			want:     wantPlan{phase: PhaseHealthy, message: "4/4 available", template: TemplateGit, revision: 4, hash: h4, stableHash: h4},
 		},
 	}
 	for _, tt := range tests {
@@ -325,7 +355,7 @@ func checkPlan(t *testing.T, plan RollingPlan, desired Desired, want wantPlan) {
 	t.Helper()
 	wantStatus := Status{
 		Phase: want.phase, Revision: want.revision, Hash: want.hash, FailedHash: want.failedHash,
-		Commit: desired.Commit, Message: want.message,
+		StableHash: want.stableHash, Commit: desired.Commit, Message: want.message,
 	}
 	if plan.Status != wantStatus {
 		t.Errorf("status:\n got %+v\nwant %+v", plan.Status, wantStatus)
@@ -490,27 +520,38 @@ func TestRollbackTarget(t *testing.T) {
 	sameRevisionA := replicaSet("web-aaaaa", "7", v1, "", "")
 	sameRevisionB := replicaSet("web-bbbbb", "7", v3, "", "")
 
+	// rs1Again is revision 1's template restored after an older failure:
+	// the Deployment controller gave it a newer revision than rs9.
+	rs1Again := replicaSet("web-11112", "11", v1, "", "")
+
 	tests := []struct {
 		name        string
 		replicaSets []*appsv1.ReplicaSet
+		stable      string
 		exclude     []string
 		want        *appsv1.ReplicaSet
 	}{
-		{"revisions compare as numbers: 10 is newer than 9", []*appsv1.ReplicaSet{rs10, rs9, rs4}, []string{h4}, rs10},
-		{"the failing template is skipped", []*appsv1.ReplicaSet{rs9, rs4}, []string{h4}, rs9},
-		{"every excluded hash is skipped", []*appsv1.ReplicaSet{rs9, rs10, rs4}, []string{h4, h3}, rs9},
-		{"an empty exclusion excludes nothing", []*appsv1.ReplicaSet{rs9, rs4}, []string{h4, ""}, rs9},
-		{"a ReplicaSet without a revision counts as the oldest", []*appsv1.ReplicaSet{noRevision, rs9}, []string{h4}, rs9},
-		{"only a ReplicaSet without a revision", []*appsv1.ReplicaSet{noRevision}, []string{h4}, noRevision},
-		{"ReplicaSets of another Deployment are ignored", []*appsv1.ReplicaSet{other, rs9}, []string{h4}, rs9},
-		{"ReplicaSets being deleted are ignored", []*appsv1.ReplicaSet{deleting, rs9}, []string{h4}, rs9},
-		{"equal revisions: the greater name, whatever the order", []*appsv1.ReplicaSet{sameRevisionB, sameRevisionA}, []string{h4}, sameRevisionB},
-		{"nothing left", []*appsv1.ReplicaSet{rs4}, []string{h4}, nil},
-		{"no ReplicaSets", nil, []string{h4}, nil},
+		{"revisions compare as numbers: 10 is newer than 9", []*appsv1.ReplicaSet{rs10, rs9, rs4}, "", []string{h4}, rs10},
+		{"the failing template is skipped", []*appsv1.ReplicaSet{rs9, rs4}, "", []string{h4}, rs9},
+		{"every excluded hash is skipped", []*appsv1.ReplicaSet{rs9, rs10, rs4}, "", []string{h4, h3}, rs9},
+		{"an empty exclusion excludes nothing", []*appsv1.ReplicaSet{rs9, rs4}, "", []string{h4, ""}, rs9},
+		{"a ReplicaSet without a revision counts as the oldest", []*appsv1.ReplicaSet{noRevision, rs9}, "", []string{h4}, rs9},
+		{"only a ReplicaSet without a revision", []*appsv1.ReplicaSet{noRevision}, "", []string{h4}, noRevision},
+		{"ReplicaSets of another Deployment are ignored", []*appsv1.ReplicaSet{other, rs9}, "", []string{h4}, rs9},
+		{"ReplicaSets being deleted are ignored", []*appsv1.ReplicaSet{deleting, rs9}, "", []string{h4}, rs9},
+		{"equal revisions: the greater name, whatever the order", []*appsv1.ReplicaSet{sameRevisionB, sameRevisionA}, "", []string{h4}, sameRevisionB},
+		{"nothing left", []*appsv1.ReplicaSet{rs4}, "", []string{h4}, nil},
+		{"no ReplicaSets", nil, "", []string{h4}, nil},
+		// Revision 3 (rs10) was replaced before it was ever Healthy.
+		{"the stable template before a newer one", []*appsv1.ReplicaSet{rs10, rs9, rs4}, h1, []string{h4}, rs9},
+		{"the stable template at its newest ReplicaSet", []*appsv1.ReplicaSet{rs9, rs1Again, rs10, rs4}, h1, []string{h4}, rs1Again},
+		{"a stable template without a ReplicaSet: the newest", []*appsv1.ReplicaSet{rs10, rs4}, h1, []string{h4}, rs10},
+		{"a stable template excluded as failed: the newest other", []*appsv1.ReplicaSet{rs9, rs10, rs4}, h1, []string{h4, h1}, rs10},
+		{"the stable ReplicaSet being deleted: the newest other", []*appsv1.ReplicaSet{deleting, rs9}, h5, []string{h4}, rs9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rollbackTarget(live, tt.replicaSets, tt.exclude...)
+			got := rollbackTarget(live, tt.replicaSets, tt.stable, tt.exclude...)
 			if got != tt.want {
 				name := func(rs *appsv1.ReplicaSet) string {
 					if rs == nil {

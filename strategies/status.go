@@ -27,6 +27,10 @@ type Status struct {
 	// FailedHash is plimsoll.dev/failed-hash: a template hash that failed
 	// and is not started again until Git changes it or Retry clears it.
 	FailedHash string
+	// StableHash is plimsoll.dev/stable-hash: the hash of the last
+	// revision of a rolling workload that was Healthy, which an automatic
+	// rollback restores (see rollbackTarget); empty before the first.
+	StableHash string
 	// Commit is plimsoll.dev/commit: the Git commit the desired state came
 	// from.
 	Commit string
@@ -44,6 +48,7 @@ func ReadStatus(annotations map[string]string) (Status, error) {
 		Phase:      Phase(annotations[contract.AnnotationPhase]),
 		Hash:       annotations[contract.AnnotationTemplateHash],
 		FailedHash: annotations[contract.AnnotationFailedHash],
+		StableHash: annotations[contract.AnnotationStableHash],
 		Commit:     annotations[contract.AnnotationCommit],
 		Message:    annotations[contract.AnnotationMessage],
 	}
@@ -60,6 +65,13 @@ func ReadStatus(annotations map[string]string) (Status, error) {
 		s.Revision = n
 	}
 	return s, nil
+}
+
+// StatusKeys returns the annotations a Status is recorded in (see
+// Annotations): a write of the status sets or removes each of them.
+func StatusKeys() []string {
+	return []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
+		contract.AnnotationFailedHash, contract.AnnotationStableHash, contract.AnnotationCommit, contract.AnnotationMessage}
 }
 
 // Annotations returns s as status annotations. Empty values are left out:
@@ -79,6 +91,7 @@ func (s Status) Annotations() map[string]string {
 	}
 	set(contract.AnnotationTemplateHash, s.Hash)
 	set(contract.AnnotationFailedHash, s.FailedHash)
+	set(contract.AnnotationStableHash, s.StableHash)
 	set(contract.AnnotationCommit, s.Commit)
 	set(contract.AnnotationMessage, s.Message)
 	return a

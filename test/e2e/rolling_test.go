@@ -337,3 +337,49 @@ func TestRollingRetry(t *testing.T) {
 	})
 	t.Logf("after the retry: %s", workload(t, s.ns).Annotations["plimsoll.dev/message"])
 }
+
+// TestRollingRollbackToStable fails a revision that replaced another
+// halfway through its rollout: the rollback restores the last revision
+// that was Healthy, not the newer one that never was.
+func TestRollingRollbackToStable(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
+	startDaemon(t, s, "--interval", "1s")
+	d := waitForRevision(t, s.ns, 1, "Healthy")
+	if stable := d.Annotations["plimsoll.dev/stable-hash"]; stable == "" || stable != d.Annotations["plimsoll.dev/template-hash"] {
+		t.Errorf("revision 1 Healthy: stable-hash %q, want its template hash %q", stable, d.Annotations["plimsoll.dev/template-hash"])
+	}
+
+	t.Log("revision 2's pods take a minute to count as available: it is still rolling out when revision 3 comes")
+	slow := strings.Replace(rollingDeployment(4, "registry.example/web:v2"), "progressDeadlineSeconds: 10",
+		"progressDeadlineSeconds: 600\n  minReadySeconds: 60", 1)
+	s.repo.commit("web v2, slow", map[string]string{"web.yaml": slow})
+	waitFor(t, "revision 2 under way, with pods of its own", func(ctx context.Context) (bool, error) {
+		ready, _ := podImages(t, s.ns)
+		d := workload(t, s.ns)
+		return d.Annotations["plimsoll.dev/revision"] == "2" && d.Annotations["plimsoll.dev/phase"] == "Progressing" &&
+			slices.Contains(ready, "registry.example/web:v2"), nil
+	})
+
+	bad := s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist")})
+	d = waitForRevision(t, s.ns, 3, "Degraded")
+	msg := d.Annotations["plimsoll.dev/message"]
+	t.Logf("message: %s", msg)
+	if want := "revision 3 (commit " + bad[:7] + ") failed"; !strings.Contains(msg, want) || !strings.Contains(msg, "rolled back to revision 1") {
+		t.Errorf("message %q, want %q and rolled back to revision 1", msg, want)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example/web:v1" {
+		t.Errorf("template image %s after the rollback, want revision 1's registry.example/web:v1", img)
+	}
+	// Revision 3's manifest drops minReadySeconds and sets a deadline below
+	// revision 2's value of it: valid, as the write that applies it drops
+	// the field too.
+	if d.Spec.MinReadySeconds != 0 || *d.Spec.ProgressDeadlineSeconds != 10 {
+		t.Errorf("minReadySeconds %d, progressDeadlineSeconds %d; want revision 3's 0 and 10", d.Spec.MinReadySeconds, *d.Spec.ProgressDeadlineSeconds)
+	}
+	waitFor(t, "every pod back on v1", func(ctx context.Context) (bool, error) {
+		ready, unready := podImages(t, s.ns)
+		return len(ready) == 4 && len(unready) == 0 && slices.Equal(slices.Compact(slices.Sorted(slices.Values(ready))), []string{"registry.example/web:v1"}), nil
+	})
+}
