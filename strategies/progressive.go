@@ -81,11 +81,9 @@ func replicasOf(d Desired) int32 {
 }
 
 // startStatus is the status a progressive plan starts from: the decided
-// revision of the Git hash and commit, with the recorded failed and stable
-// hashes.
+// revision of the Git hash and commit, with the recorded failed hash.
 func startStatus(desired Desired, recorded Status, decision RevisionDecision) Status {
-	return Status{Revision: decision.Revision, Hash: desired.Hash, FailedHash: recorded.FailedHash,
-		StableHash: recorded.StableHash, Commit: desired.Commit}
+	return Status{Revision: decision.Revision, Hash: desired.Hash, FailedHash: recorded.FailedHash, Commit: desired.Commit}
 }
 
 // keepWhileLagging keeps the recorded phase and message in status while one
