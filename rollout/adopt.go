@@ -43,7 +43,7 @@ func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deploym
 	if git == nil || w.deployment("") != nil {
 		return nil
 	}
-	if w.deployment(contract.SuffixBlue) != nil || w.deployment(contract.SuffixGreen) != nil || w.deployment(contract.SuffixCanary) != nil {
+	if w.hasAny(sideSuffixes) {
 		return nil // a progressive workload of plimsoll's own; <name> is gone, not foreign
 	}
 	d, err := c.client.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})

@@ -113,7 +113,7 @@ func (c *Controller) enqueueAutoscaled(obj any) {
 // active color (role active), else name. It reads the caches; a controller
 // that does not run (plimsoll diff) asks the API server.
 func (c *Controller) ScaleTarget(ctx context.Context, ns, name string) (string, error) {
-	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen} {
+	for _, suffix := range colorSuffixes {
 		d, err := c.liveDeployment(ctx, ns, name+suffix)
 		if err != nil {
 			return "", err

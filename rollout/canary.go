@@ -118,7 +118,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 		if live != nil {
 			replicas = *live.Spec.Replicas
 		}
-		want = derived(git, git.Name+"-canary", map[string]string{contract.LabelTrack: contract.TrackCanary}, git.Spec.Template, replicas)
+		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: contract.TrackCanary}, git.Spec.Template, replicas)
 		if live != nil {
 			want.ObjectMeta = refresh(live, git).ObjectMeta
 		}

@@ -199,7 +199,7 @@ func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*ap
 	if git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
 		return c.getDeployment(ctx, git.Namespace, git.Name)
 	}
-	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen} {
+	for _, suffix := range colorSuffixes {
 		d, err := c.getDeployment(ctx, git.Namespace, git.Name+suffix)
 		if err != nil {
 			return nil, err

@@ -59,9 +59,9 @@ func checkAnnotations(a map[string]string) error {
 // as: the colors for blue-green, <name> and <name>-canary for canary.
 func workloadDeployments(git *appsv1.Deployment) []string {
 	if git.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
-		return []string{git.Name + "-blue", git.Name + "-green"}
+		return []string{git.Name + contract.SuffixBlue, git.Name + contract.SuffixGreen}
 	}
-	return []string{git.Name, git.Name + "-canary"}
+	return []string{git.Name, git.Name + contract.SuffixCanary}
 }
 
 // scaleDownDelay reads plimsoll.dev/scale-down-delay, DefaultScaleDownDelay

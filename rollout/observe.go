@@ -74,6 +74,24 @@ func (w *workload) deployment(suffix string) *appsv1.Deployment {
 	return w.deploys[w.name+suffix]
 }
 
+// colorSuffixes are the suffixes of a blue-green workload's Deployments;
+// sideSuffixes are those of every Deployment a workload runs besides
+// <name>.
+var (
+	colorSuffixes = []string{contract.SuffixBlue, contract.SuffixGreen}
+	sideSuffixes  = []string{contract.SuffixBlue, contract.SuffixGreen, contract.SuffixCanary}
+)
+
+// hasAny reports whether w has a Deployment of any of suffixes.
+func (w *workload) hasAny(suffixes []string) bool {
+	for _, s := range suffixes {
+		if w.deployment(s) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // intend puts want in w in place of live (nil: want is to be created),
 // as the API server would return it once written, without writing it:
 // the plan that follows is made from it, and that plan's write of the

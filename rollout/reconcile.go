@@ -59,7 +59,7 @@ func (c *Controller) strategyOf(w *workload, in intent) string {
 	switch {
 	case isPrimary(d):
 		return contract.StrategyRolling
-	case w.deployment(contract.SuffixBlue) != nil || w.deployment(contract.SuffixGreen) != nil:
+	case w.hasAny(colorSuffixes):
 		return contract.StrategyBlueGreen
 	case d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyCanary:
 		return contract.StrategyCanary

@@ -85,7 +85,7 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 // whether anything was left to retire.
 func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, error) {
 	var left []*appsv1.Deployment
-	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen, contract.SuffixCanary} {
+	for _, suffix := range sideSuffixes {
 		if d := w.deployment(suffix); d != nil {
 			left = append(left, d)
 		}
@@ -140,7 +140,7 @@ func (c *Controller) unlabelCanaryPods(ctx context.Context, w *workload) error {
 // latestStatus returns the recorded status of the workload's colors when
 // one has a later revision than recorded, else recorded.
 func latestStatus(w *workload, recorded strategies.Status) strategies.Status {
-	for _, suffix := range []string{contract.SuffixBlue, contract.SuffixGreen} {
+	for _, suffix := range colorSuffixes {
 		if d := w.deployment(suffix); d != nil {
 			if st, err := strategies.ReadStatus(d.Annotations); err == nil && st.Revision > recorded.Revision {
 				recorded = st
