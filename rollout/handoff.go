@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/strategies"
 )
 
 // DeploymentSink takes the Deployments of a synced commit: the rollout
@@ -150,82 +149,4 @@ func steers(strategy, key string) bool {
 		return strategy == contract.StrategyCanary
 	}
 	return false
-}
-
-// ServingDeployment returns the live Deployment that serves a Git
-// Deployment, for `plimsoll diff` to compare it with, or nil to compare the
-// Git Deployment with its live namesake like any other object. It reads
-// the API server (diff runs without the controller's caches) and writes
-// nothing. It is not nil in two cases:
-//   - a blue-green workload: the active color (role active), renamed to
-//     Git's name and without the color in its selector and template, so
-//     that it reads like the Git Deployment it came from (nil while no
-//     color serves);
-//   - a Git template the controller refuses (its hash is the workload's
-//     failed-hash): the serving Deployment with Git's template in place of
-//     the one that runs, since the refusal, not the sync, keeps it out.
-func (c *Controller) ServingDeployment(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
-	serving, err := c.servingAs(ctx, git)
-	if err != nil || serving == nil {
-		return nil, err
-	}
-	live, err := c.ScaleTarget(ctx, git.Namespace, git.Name)
-	if err != nil {
-		return nil, err
-	}
-	scaled, err := c.autoscaledLive(ctx, git.Namespace, live)
-	if err != nil {
-		return nil, err
-	}
-	if scaled {
-		// The HPA's count is not drift: Git's is not applied.
-		serving.Spec.Replicas = git.Spec.Replicas
-	}
-	st, err := strategies.ReadStatus(serving.Annotations)
-	switch {
-	case err != nil:
-		return nil, err
-	case st.FailedHash != "" && st.FailedHash == strategies.TemplateHash(git.Spec.Template):
-		serving.Spec.Template = *git.Spec.Template.DeepCopy()
-	case git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen && !scaled:
-		return nil, nil // its namesake, as it runs
-	}
-	return serving, nil
-}
-
-// servingAs returns the live Deployment that serves Git Deployment git
-// under Git's name: the active blue-green color, renamed, or the namesake.
-func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment) (*appsv1.Deployment, error) {
-	if git.Annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
-		return c.getDeployment(ctx, git.Namespace, git.Name)
-	}
-	for _, suffix := range colorSuffixes {
-		d, err := c.getDeployment(ctx, git.Namespace, git.Name+suffix)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil || d.Annotations[contract.AnnotationRole] != contract.RoleActive {
-			continue
-		}
-		d.Name = git.Name
-		if d.Spec.Selector != nil {
-			delete(d.Spec.Selector.MatchLabels, contract.LabelColor)
-		}
-		delete(d.Spec.Template.Labels, contract.LabelColor)
-		return d, nil
-	}
-	return nil, nil
-}
-
-// getDeployment reads a Deployment from the API server; nil when it does
-// not exist. Only ServingDeployment, for plimsoll diff, reads this way.
-func (c *Controller) getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
-	d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, name, err)
-	}
-	return d, nil
 }

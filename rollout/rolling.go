@@ -98,10 +98,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		}
 	}
 
-	obj := git.DeepCopy()
-	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-	obj.Status = appsv1.DeploymentStatus{}
-	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
+	obj := rollingObject(git, plan.Status.Annotations())
 	if autoscaled {
 		// An HPA scales the Deployment: Git's count is not applied, the
 		// live one is, on the live resourceVersion, so that a scale after
@@ -109,26 +106,10 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		// instead of being undone.
 		obj.Spec.Replicas, obj.ResourceVersion = &count, live.ResourceVersion
 	}
-	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
-	for k, v := range plan.Status.Annotations() {
-		setAnnotation(&obj.ObjectMeta, k, v)
-	}
-	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, contract.RolePrimary)
 	setRun(obj, plan.Run)
 	switch plan.Template {
 	case strategies.TemplateGit:
-		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-		if live != nil && strategies.LiveHash(live.Spec.Template) == want.Hash {
-			// The template runs already: it stays exactly as it runs (an
-			// adopted Deployment's has neither the workload label nor the
-			// stamp, and adding them would replace every pod), and a later
-			// commit that leaves it as it is does not become its change
-			// cause.
-			obj.Spec.Template = live.Spec.Template
-			keepAnnotation(obj, live, AnnotationChangeCause)
-		} else {
-			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
-		}
+		gitTemplate(obj, git, live, changeCause(in.commit, in.subject))
 	case strategies.TemplateLive:
 		obj.Spec.Template = live.Spec.Template
 		keepAnnotation(obj, live, AnnotationChangeCause)
@@ -162,6 +143,38 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		return nil
 	}
 	return c.retireWhenHealthy(ctx, w, live, plan.Status)
+}
+
+// rollingObject is what an apply of rolling workload git writes before
+// its template is chosen: Git's Deployment with the workload label, the
+// status annotations given and the primary role.
+func rollingObject(git *appsv1.Deployment, status map[string]string) *appsv1.Deployment {
+	obj := git.DeepCopy()
+	obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	obj.Status = appsv1.DeploymentStatus{}
+	obj.ResourceVersion, obj.UID, obj.ManagedFields = "", "", nil
+	setLabel(&obj.ObjectMeta, contract.LabelWorkload, git.Name)
+	for k, v := range status {
+		setAnnotation(&obj.ObjectMeta, k, v)
+	}
+	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, contract.RolePrimary)
+	return obj
+}
+
+// gitTemplate gives obj Git's template, with the workload label and the
+// stamp, and cause as its change cause. When live runs that template
+// already, it stays exactly as it runs (an adopted Deployment's has
+// neither the label nor the stamp, and adding them would replace every
+// pod) with the change cause it has: a later commit that leaves the
+// template as it is does not become its cause.
+func gitTemplate(obj, git, live *appsv1.Deployment, cause string) {
+	if live != nil && strategies.LiveHash(live.Spec.Template) == strategies.TemplateHash(git.Spec.Template) {
+		obj.Spec.Template = live.Spec.Template
+		keepAnnotation(obj, live, AnnotationChangeCause)
+		return
+	}
+	obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
+	setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, cause)
 }
 
 // statusKeys are the annotations a write of the status sets or removes.

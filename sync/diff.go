@@ -9,9 +9,11 @@ import (
 
 // Diff returns what a sync of the branch head would change, one unified
 // diff per object, without changing anything: the objects are dry-run
-// with server-side apply; the Deployments the rollout controller runs
-// under other names are compared with the Deployment that serves them; the
-// objects a prune would delete diff to nothing. commit is the head.
+// with server-side apply, but the Deployments the rollout controller
+// runs, which are dry-run as it writes them, against the Deployment that
+// serves them (so that a field Git dropped shows as removed where its
+// write removes it, and the status it keeps does not show); the objects a
+// prune would delete diff to nothing. commit is the head.
 func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectDiff, err error) {
 	rec, err := s.cfg.Store.Load(ctx)
 	if err != nil {
@@ -50,11 +52,11 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if !s.cfg.Prune {
 		plan.Prune = nil
 	}
-	// Deployments served under other names are compared by their fields;
-	// the rest goes through the dry-run.
+	// The rollout controller's Deployments are diffed as it writes them,
+	// the rest through the sync's dry-run.
 	rest := plan.Items[:0:0]
 	for _, it := range plan.Items {
-		d, err := s.servingDiff(ctx, it)
+		d, err := s.handedOffDiff(ctx, it, snap.Commit)
 		switch {
 		case err != nil:
 			return "", nil, err

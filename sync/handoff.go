@@ -94,10 +94,10 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	return changes, nil
 }
 
-// servingDiff compares a Git Deployment that the rollout controller runs
-// under other names with the Deployment that serves it; nil for any other
-// object.
-func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.ObjectDiff, error) {
+// handedOffDiff diffs a Git Deployment that the rollout controller runs
+// as the controller would write it (see DeploymentSink.DiffDeployment);
+// nil for any other object, which the sync's dry-run diffs.
+func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit source.Commit) (*apply.ObjectDiff, error) {
 	if s.cfg.Deployments == nil || !isDeployment(it) {
 		return nil, nil
 	}
@@ -105,31 +105,27 @@ func (s *Syncer) servingDiff(ctx context.Context, it *apply.Item) (*apply.Object
 	if err != nil {
 		return nil, err
 	}
-	serving, err := s.serving(ctx, it, d)
-	if err != nil || serving == nil {
-		return nil, err
+	live, after, err := s.cfg.Deployments.DiffDeployment(ctx, d, commit.Hash, commit.Subject)
+	if err != nil {
+		return nil, apply.Rejection(it, "dry-run", err)
 	}
-	diff, err := apply.DiffFields(it.Key(), serving, it.Object.Obj)
+	if live == nil {
+		return nil, nil
+	}
+	var objs [2]*unstructured.Unstructured
+	for i, d := range []*appsv1.Deployment{live, after} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+		if err != nil {
+			return nil, fmt.Errorf("read Deployment %s: %w", it.Key(), err)
+		}
+		u["apiVersion"], u["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
+		objs[i] = &unstructured.Unstructured{Object: u}
+	}
+	diff, err := apply.DiffObjects(it.Key(), objs[0], objs[1])
 	if err != nil {
 		return nil, err
 	}
 	return &apply.ObjectDiff{Key: it.Key(), Diff: diff}, nil
-}
-
-// serving returns the live Deployment to compare Git Deployment d (item
-// it) with, as the sink describes it; nil to compare it with its
-// namesake.
-func (s *Syncer) serving(ctx context.Context, it *apply.Item, d *appsv1.Deployment) (*unstructured.Unstructured, error) {
-	serving, err := s.cfg.Deployments.ServingDeployment(ctx, d)
-	if err != nil || serving == nil {
-		return nil, err
-	}
-	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serving)
-	if err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", serving.Name, err)
-	}
-	live["apiVersion"], live["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
-	return &unstructured.Unstructured{Object: live}, nil
 }
 
 // typedDeployment reads a Git Deployment as the sink takes it.

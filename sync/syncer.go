@@ -71,11 +71,13 @@ type Source interface {
 // objects are applied, once per commit: the controller takes what Git
 // asks and writes what the rollout needs. An error fails the sync.
 //
-// ServingDeployment, for `plimsoll diff` only, returns the live Deployment
-// to compare a Git Deployment with: the one the sink serves it with under
-// another name (a blue-green color), renamed to Git's name, or with Git's
-// template in place of the running one when the sink refuses Git's (a
-// failed revision); nil to compare the Git Deployment with its namesake.
+// DiffDeployment, for `plimsoll diff` only, returns the live Deployment
+// that serves a Git Deployment (under Git's name, whatever it runs as) and
+// what the sink's write of it would make of that Deployment, as the API
+// server's dry-run returns it, leaving out what the sink keeps (its
+// status, a refused template, an autoscaled count); nil, nil when the sink
+// runs nothing for it yet, for the sync's own dry-run to diff its
+// namesake.
 //
 // ScaleTarget names the live Deployment that a HorizontalPodAutoscaler of
 // Git Deployment name (a blue-green workload) scales: the active color, or
@@ -88,7 +90,7 @@ type Source interface {
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
-	ServingDeployment(ctx context.Context, desired *appsv1.Deployment) (*appsv1.Deployment, error)
+	DiffDeployment(ctx context.Context, desired *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error)
 	ScaleTarget(ctx context.Context, namespace, name string) (string, error)
 	RemoveWorkload(ctx context.Context, namespace, name string) error
 }

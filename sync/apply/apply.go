@@ -148,7 +148,7 @@ func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bo
 			it.recreate = true
 			return nil
 		}
-		return rejection(it, "dry-run", err)
+		return Rejection(it, "dry-run", err)
 	})
 }
 
@@ -169,7 +169,7 @@ func (a *Applier) applyAll(ctx context.Context, items []*Item) ([]Change, error)
 		}
 		applied, err := a.patch(ctx, it, a.cfg.FieldManager, false)
 		if err != nil {
-			return rejection(it, "apply", err)
+			return Rejection(it, "apply", err)
 		}
 		action := it.Action
 		if it.Live != nil && applied.GetResourceVersion() == it.Live.GetResourceVersion() {
@@ -292,10 +292,10 @@ func (a *Applier) forEach(ctx context.Context, items []*Item, fn func(context.Co
 	return errors.Join(errs...)
 }
 
-// rejection turns an API error about an item into a bad-input error that
+// Rejection turns an API error about an item into a bad-input error that
 // names the file, the document and, where the API server gives one, the
 // field.
-func rejection(it *Item, action string, err error) error {
+func Rejection(it *Item, action string, err error) error {
 	field := ""
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {

@@ -36,11 +36,11 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 		} else {
 			applied, err := a.patch(ctx, it, a.cfg.FieldManager, true)
 			if err != nil {
-				return nil, rejection(it, "dry-run", err)
+				return nil, Rejection(it, "dry-run", err)
 			}
 			want = applied
 		}
-		d, err := diffObjects(it.Key(), it.Live, want)
+		d, err := DiffObjects(it.Key(), it.Live, want)
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +56,7 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 		if live == nil || !prunable(live, a.cfg.SyncName) {
 			continue
 		}
-		d, err := diffObjects(e.Key(), live, nil)
+		d, err := DiffObjects(e.Key(), live, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 
 // diffObjects is the unified diff of two versions of an object (nil for
 // none), "" when they are the same.
-func diffObjects(key manifest.Key, before, after *unstructured.Unstructured) (string, error) {
+func DiffObjects(key manifest.Key, before, after *unstructured.Unstructured) (string, error) {
 	a, err := comparable(before)
 	if err != nil {
 		return "", fmt.Errorf("diff %s: %w", key, err)
@@ -108,50 +108,4 @@ func comparable(obj *unstructured.Unstructured) (string, error) {
 	unstructured.RemoveNestedField(c.Object, "status")
 	b, err := yaml.Marshal(c.Object)
 	return string(b), err
-}
-
-// DiffFields is the unified diff of live against want on the fields want
-// sets: a map in live keeps only the keys want has (recursively); lists
-// and values compare whole. It diffs an object whose live counterpart is
-// written by someone else under another shape (a blue-green color against
-// its Git Deployment), where a dry-run would compare the wrong things. ""
-// when the fields agree.
-func DiffFields(key manifest.Key, live, want *unstructured.Unstructured) (string, error) {
-	var projected *unstructured.Unstructured
-	if live != nil {
-		projected = &unstructured.Unstructured{Object: project(live.Object, want.Object).(map[string]any)}
-	}
-	return diffObjects(key, projected, want)
-}
-
-// project returns live cut down to the map keys want has, recursively; a
-// list as long as want's is cut down element by element (the defaults the
-// API server fills into each container drop out), any other list or value
-// is kept whole.
-func project(live, want any) any {
-	switch w := want.(type) {
-	case map[string]any:
-		l, ok := live.(map[string]any)
-		if !ok {
-			return live
-		}
-		out := map[string]any{}
-		for k, wv := range w {
-			if lv, ok := l[k]; ok {
-				out[k] = project(lv, wv)
-			}
-		}
-		return out
-	case []any:
-		l, ok := live.([]any)
-		if !ok || len(l) != len(w) {
-			return live
-		}
-		out := make([]any, len(l))
-		for i := range l {
-			out[i] = project(l[i], w[i])
-		}
-		return out
-	}
-	return live
 }

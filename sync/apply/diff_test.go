@@ -9,37 +9,6 @@ import (
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
-// TestProject cuts live down to what want sets: defaults the API server
-// filled into a container drop out, a list of another length stays whole.
-func TestProject(t *testing.T) {
-	live := map[string]any{
-		"spec": map[string]any{
-			"replicas": int64(4),
-			"containers": []any{
-				map[string]any{"name": "web", "image": "web:v1", "imagePullPolicy": "IfNotPresent"},
-			},
-			"ports": []any{int64(80), int64(81)},
-		},
-		"status": map[string]any{"replicas": int64(4)},
-	}
-	want := map[string]any{
-		"spec": map[string]any{
-			"containers": []any{map[string]any{"name": "web", "image": "web:v2"}},
-			"ports":      []any{int64(80)},
-		},
-	}
-	got := project(live, want)
-	expect := map[string]any{
-		"spec": map[string]any{
-			"containers": []any{map[string]any{"name": "web", "image": "web:v1"}},
-			"ports":      []any{int64(80), int64(81)},
-		},
-	}
-	if !reflect.DeepEqual(got, expect) {
-		t.Errorf("project = %v, want %v", got, expect)
-	}
-}
-
 // TestKeepSelectorKeys keeps the rollout controller's keys of a live
 // Service's selector in the applied object, and nothing else.
 func TestKeepSelectorKeys(t *testing.T) {

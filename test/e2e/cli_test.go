@@ -155,10 +155,13 @@ func TestCLI(t *testing.T) {
 	}
 }
 
-// mergeFiles returns base with over's files written over it.
-func mergeFiles(base, over map[string]string) map[string]string {
+// mergeFiles returns base with the files of each over written over it,
+// in order.
+func mergeFiles(base map[string]string, over ...map[string]string) map[string]string {
 	out := maps.Clone(base)
-	maps.Copy(out, over)
+	for _, o := range over {
+		maps.Copy(out, o)
+	}
 	return out
 }
 
@@ -217,17 +220,23 @@ func TestCLITrace(t *testing.T) {
 
 // TestCLIDiff: with the cluster in sync, diff prints nothing and exits 0;
 // after a commit the daemon has not applied (it is stopped), diff shows the
-// changed image of a rolling and of a blue-green workload, a changed
-// ConfigMap and the one a prune would delete, exits 1, and changes nothing.
+// changed image of a rolling, a blue-green and a canary workload, the
+// fields Git dropped from the rolling and the canary one as the rollout
+// controller's write drops them (and none of the status it keeps as
+// removed), a changed ConfigMap and the one a prune would delete, exits 1,
+// and changes nothing.
 func TestCLIDiff(t *testing.T) {
 	s := newSyncTarget(t)
-	files := mergeFiles(inDir("web", example(t, "rolling")), inDir("shop", blueGreenExample(t, "v1", "2s")))
+	minReady := []string{"  replicas: 4\n", "  replicas: 4\n  minReadySeconds: 1\n"}
+	files := mergeFiles(inDir("web", example(t, "rolling", minReady...)), inDir("shop", blueGreenExample(t, "v1", "2s")),
+		inDir("api", canaryExample(t, "v1")))
 	files["config/settings.yaml"] = settingsConfigMap("one")
 	files["config/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n"
 	first := s.repo.commit("v1", files)
 	d := startDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.waitForCommit(t, first)
 
 	out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...)
@@ -239,7 +248,8 @@ func TestCLIDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = d.cmd.Process.Wait()
-	files = mergeFiles(inDir("web", switchedExample(t, "v2", "")), inDir("shop", blueGreenExample(t, "v2", "2s")))
+	files = mergeFiles(inDir("web", switchedExample(t, "v2", "")), inDir("shop", blueGreenExample(t, "v2", "2s")),
+		inDir("api", canaryExample(t, "v2", "  progressDeadlineSeconds: 60\n", "")))
 	files["config/settings.yaml"] = settingsConfigMap("two")
 	files["config/extra.yaml"] = ""
 	s.repo.commit("v2", files)
@@ -254,14 +264,20 @@ func TestCLIDiff(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--- a/apps/Deployment " + s.ns + "/web", "-      - image: registry.example/web:v1", "+      - image: registry.example/web:v2",
+		"-  minReadySeconds: 1",
+		"--- a/apps/Deployment " + s.ns + "/api", "+      - image: registry.example/api:v2",
+		"-  progressDeadlineSeconds: 60", "+  progressDeadlineSeconds: 600",
 		"--- a/apps/Deployment " + s.ns + "/shop", "+      - image: registry.example/shop:v2",
 		"-  mode: one", "+  mode: two",
 		"--- a/ConfigMap " + s.ns + "/extra", "-  k: v",
-		"4 objects would change",
+		"5 objects would change",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff does not show %q", want)
 		}
+	}
+	if strings.Contains(out, "\n-    plimsoll.dev/") {
+		t.Errorf("diff shows a status annotation of the rollout controller as removed")
 	}
 	if after := getDeployment(t, s.ns, "web").Generation; after != before {
 		t.Errorf("diff changed Deployment web: generation %d -> %d", before, after)

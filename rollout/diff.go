@@ -1,0 +1,191 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// DiffDeployment returns, for `plimsoll diff`, the live Deployment that
+// serves Git Deployment git and what the controller's write of git would
+// make of it once the rollout went through, as the API server's dry-run of
+// that write returns it: the defaults filled in, and a field Git dropped
+// removed where the write removes it. The write is the one the strategy
+// makes: the server-side apply of a rolling Deployment (see applyRolling),
+// the update of a canary's stable Deployment or a blue-green active color
+// (see refresh), with Git's template on it as the rollout leaves it. Kept
+// as they are:
+//   - the status, role and step annotations: a rollout's progress is not a
+//     change of the sync;
+//   - the template, when Git's is the revision rolling out (the rollout,
+//     not a sync, brings it) or the workload's failed-hash (the refusal,
+//     not the sync, keeps it out);
+//   - the replica count, when an HPA scales the Deployment.
+//
+// A blue-green color comes renamed to Git's name and without the color in
+// its selector and template labels, before and after alike, so that it
+// reads like the Git Deployment it came from. It reads the API server (diff
+// runs without the caches) and writes nothing. nil, nil when git runs as
+// nothing yet or its workload switches strategies: its namesake is then
+// diffed like any other object.
+func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error) {
+	strategy := strategyName(git.Annotations)
+	live, err = c.servingAs(ctx, git, strategy)
+	if err != nil || live == nil || strategyName(live.Annotations) != strategy {
+		return nil, nil, err
+	}
+	scaled, err := c.autoscaledLive(ctx, live.Namespace, live.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	want, replace, err := diffWrite(git, live, scaled, changeCause(commit, subject))
+	if err != nil {
+		return nil, nil, err
+	}
+	if after, err = c.dryRunWrite(ctx, want, replace); err != nil {
+		return nil, nil, err
+	}
+	if strategy == contract.StrategyBlueGreen {
+		asGit(live, git.Name)
+		asGit(after, git.Name)
+	}
+	return live, after, nil
+}
+
+// servingAs returns the live Deployment that serves Git Deployment git,
+// whose workload has strategy: the active blue-green color, or the
+// namesake, which for rolling must be its primary and for canary its
+// stable Deployment; nil for none.
+func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment, strategy string) (*appsv1.Deployment, error) {
+	if strategy != contract.StrategyBlueGreen {
+		d, err := c.getDeployment(ctx, git.Namespace, git.Name)
+		role := contract.RolePrimary
+		if strategy == contract.StrategyCanary {
+			role = contract.RoleStable
+		}
+		if err != nil || d == nil || d.Annotations[contract.AnnotationRole] != role {
+			return nil, err
+		}
+		return d, nil
+	}
+	for _, suffix := range colorSuffixes {
+		d, err := c.getDeployment(ctx, git.Namespace, git.Name+suffix)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// asGit renames blue-green color d to its workload's name and takes the
+// color out of its selector and template labels.
+func asGit(d *appsv1.Deployment, name string) {
+	d.Name = name
+	if d.Spec.Selector != nil {
+		delete(d.Spec.Selector.MatchLabels, contract.LabelColor)
+	}
+	delete(d.Spec.Template.Labels, contract.LabelColor)
+}
+
+// dryRunWrite sends the write of d, an update when replace is set (on d's
+// resourceVersion), else a server-side apply, as FieldManager with the
+// dry-run flag, and returns what the API server would store.
+func (c *Controller) dryRunWrite(ctx context.Context, d *appsv1.Deployment, replace bool) (*appsv1.Deployment, error) {
+	deployments, dry := c.client.AppsV1().Deployments(d.Namespace), []string{metav1.DryRunAll}
+	if replace {
+		out, err := deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: dry})
+		if err != nil {
+			return nil, fmt.Errorf("dry-run the update of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+		}
+		return out, nil
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	force := true
+	out, err := deployments.Patch(ctx, d.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: dry})
+	if err != nil {
+		return nil, fmt.Errorf("dry-run the apply of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return out, nil
+}
+
+// diffWrite is the write DiffDeployment dry-runs for Git Deployment git,
+// whose workload live serves (scaled: by an HPA's count), and whether it
+// is an update (replace) or a server-side apply; cause is the change cause
+// of a new template.
+func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *appsv1.Deployment, replace bool, err error) {
+	st, err := strategies.ReadStatus(live.Annotations)
+	if err != nil {
+		return nil, false, err
+	}
+	hash := strategies.TemplateHash(git.Spec.Template)
+	strategy := strategyName(git.Annotations)
+	if strategy == contract.StrategyRolling {
+		kept := map[string]string{}
+		for _, k := range statusKeys {
+			if v, ok := live.Annotations[k]; ok {
+				kept[k] = v
+			}
+		}
+		want = rollingObject(git, kept)
+		want.Spec.Template = live.Spec.Template
+		keepAnnotation(want, live, AnnotationChangeCause)
+	} else {
+		want, replace = refresh(live, git), true
+		want.ManagedFields = nil
+		want.Spec.Replicas = git.Spec.Replicas
+	}
+	if hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template) {
+		// Git's template as the rollout leaves it: rolled out, the canary
+		// promoted, or the color that took it swapped in.
+		t := *git.Spec.Template.DeepCopy()
+		switch strategy {
+		case contract.StrategyCanary:
+			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
+		case contract.StrategyBlueGreen:
+			setLabel(&t.ObjectMeta, contract.LabelColor, live.Spec.Template.Labels[contract.LabelColor])
+		}
+		want.Spec.Template = workloadTemplate(t, git.Name)
+		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, cause)
+	}
+	if scaled {
+		want.Spec.Replicas = live.Spec.Replicas
+	}
+	return want, replace, nil
+}
+
+// strategyName is the strategy the annotations name, rolling when none.
+func strategyName(annotations map[string]string) string {
+	if s := annotations[contract.AnnotationStrategy]; s != "" {
+		return s
+	}
+	return contract.StrategyRolling
+}
+
+// getDeployment reads a Deployment from the API server; nil when it does
+// not exist. Only a controller that does not run (plimsoll diff) reads
+// this way.
+func (c *Controller) getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, name, err)
+	}
+	return d, nil
+}
