@@ -60,6 +60,24 @@ func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment,
 	return live, after, nil
 }
 
+// ServingDeployment returns the live Deployment that serves workload
+// ns/name, for the sync to judge a prune of its Git Deployment by (and
+// `plimsoll diff` to show it): its namesake, or else the active color of a
+// blue-green workload, under the workload's name and without the color in
+// its selector and template labels; nil for none. It reads the API server.
+func (c *Controller) ServingDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	d, err := c.getDeployment(ctx, ns, name)
+	if err != nil || d != nil {
+		return d, err
+	}
+	d, err = c.servingAs(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, contract.StrategyBlueGreen)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	asGit(d, name)
+	return d, nil
+}
+
 // servingAs returns the live Deployment that serves Git Deployment git,
 // whose workload has strategy: the active blue-green color, or the
 // namesake, which for rolling must be its primary and for canary its
@@ -177,8 +195,8 @@ func strategyName(annotations map[string]string) string {
 }
 
 // getDeployment reads a Deployment from the API server; nil when it does
-// not exist. Only a controller that does not run (plimsoll diff) reads
-// this way.
+// not exist. Only a controller that does not run (plimsoll diff) and a
+// prune read this way.
 func (c *Controller) getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
 	d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -213,3 +213,35 @@ func TestServingAs(t *testing.T) {
 		}
 	}
 }
+
+// TestServingDeployment: a workload is served by its namesake or, for
+// blue-green, by its active color under the workload's name, without the
+// color in its selector and template labels.
+func TestServingDeployment(t *testing.T) {
+	color := func(name, role string) *appsv1.Deployment {
+		d := diffLive(diffGit("web:v1", nil), name, role, map[string]string{contract.LabelColor: "green"}, strategies.Status{})
+		d.Spec.Selector.MatchLabels[contract.LabelColor] = "green"
+		return d
+	}
+	c := New(Config{Client: fake.NewClientset(diffLive(diffGit("web:v1", nil), "web", contract.RolePrimary, nil, strategies.Status{}),
+		color("shop-blue", contract.RoleIdle), color("shop-green", contract.RoleActive), color("lone-blue", contract.RoleIdle))})
+	for _, tt := range []struct{ name, want string }{{"web", "web"}, {"shop", "shop"}, {"lone", ""}, {"gone", ""}} {
+		got, err := c.ServingDeployment(context.Background(), "team", tt.name)
+		if err != nil {
+			t.Fatalf("ServingDeployment(%s): %v", tt.name, err)
+		}
+		if tt.want == "" {
+			if got != nil {
+				t.Errorf("ServingDeployment(%s) = %s, want none", tt.name, got.Name)
+			}
+			continue
+		}
+		if got == nil || got.Name != tt.want {
+			t.Fatalf("ServingDeployment(%s) = %v, want %s", tt.name, got, tt.want)
+		}
+		if got.Spec.Selector.MatchLabels[contract.LabelColor] != "" || got.Spec.Template.Labels[contract.LabelColor] != "" {
+			t.Errorf("ServingDeployment(%s) keeps the color in selector %v or template labels %v",
+				tt.name, got.Spec.Selector.MatchLabels, got.Spec.Template.Labels)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/inventory"
 )
 
 // Diff returns what a sync of the branch head would change, one unified
@@ -53,23 +54,42 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 		plan.Prune = nil
 	}
 	// The rollout controller's Deployments are diffed as it writes them,
-	// the rest through the sync's dry-run.
-	rest := plan.Items[:0:0]
-	for _, it := range plan.Items {
-		d, err := s.handedOffDiff(ctx, it, snap.Commit)
-		switch {
-		case err != nil:
-			return "", nil, err
-		case d == nil:
-			rest = append(rest, it)
-		case d.Diff != "":
-			diffs = append(diffs, *d)
-		}
+	// the rest through the sync's dry-run. A workload leaving Git is
+	// judged by the Deployment that serves it: a blue-green one takes its
+	// colors along, under names that are not in the inventory.
+	plan.Items, err = divert(plan.Items, &diffs, func(it *apply.Item) (*apply.ObjectDiff, error) {
+		return s.handedOffDiff(ctx, it, snap.Commit)
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	plan.Items = rest
+	plan.Prune, err = divert(plan.Prune, &diffs, func(e inventory.Entry) (*apply.ObjectDiff, error) {
+		return s.removedDiff(ctx, e)
+	})
+	if err != nil {
+		return "", nil, err
+	}
 	dry, err := s.cfg.Applier.Diff(ctx, plan)
 	if err != nil {
 		return "", nil, err
 	}
 	return head, append(diffs, dry...), nil
+}
+
+// divert diffs each of xs with diff, adds the changes it finds to diffs,
+// and returns those it had no answer (nil) for, to be diffed otherwise.
+func divert[T any](xs []T, diffs *[]apply.ObjectDiff, diff func(T) (*apply.ObjectDiff, error)) ([]T, error) {
+	var rest []T
+	for _, x := range xs {
+		d, err := diff(x)
+		switch {
+		case err != nil:
+			return nil, err
+		case d == nil:
+			rest = append(rest, x)
+		case d.Diff != "":
+			*diffs = append(*diffs, *d)
+		}
+	}
+	return rest, nil
 }

@@ -128,6 +128,36 @@ func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit sourc
 	return &apply.ObjectDiff{Key: it.Key(), Diff: diff}, nil
 }
 
+// removedDiff diffs to nothing the Deployment that serves the workload
+// whose Git Deployment e the prune removes: its namesake or, for
+// blue-green, the active color, which goes with it (see removeWorkloads)
+// though the inventory does not name it. nil for any other entry; an
+// empty diff for a workload the prune keeps.
+func (s *Syncer) removedDiff(ctx context.Context, e inventory.Entry) (*apply.ObjectDiff, error) {
+	if s.cfg.Deployments == nil || !isDeploymentEntry(e) {
+		return nil, nil
+	}
+	serving, err := s.cfg.Deployments.ServingDeployment(ctx, e.Namespace, e.Name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read workload %s/%s: %w", e.Namespace, e.Name, err)
+	case serving == nil:
+		return nil, nil
+	case !apply.Prunable(serving, s.cfg.Name):
+		return &apply.ObjectDiff{Key: e.Key()}, nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serving)
+	if err != nil {
+		return nil, fmt.Errorf("read Deployment %s: %w", e.Key(), err)
+	}
+	u["apiVersion"], u["kind"] = e.APIVersion, e.Kind
+	diff, err := apply.DiffObjects(e.Key(), &unstructured.Unstructured{Object: u}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &apply.ObjectDiff{Key: e.Key(), Diff: diff}, nil
+}
+
 // typedDeployment reads a Git Deployment as the sink takes it.
 func typedDeployment(obj manifest.Object) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
@@ -151,18 +181,36 @@ func isDeployment(it *apply.Item) bool {
 
 // removeWorkloads tells the rollout controller of every Deployment about to
 // be pruned, so that it retires what the workload runs under other names
-// before the Deployment goes (see DeploymentSink.RemoveWorkload).
+// before the Deployment goes (see DeploymentSink.RemoveWorkload). A
+// workload whose serving Deployment the prune keeps (prune disabled, or
+// another sync's label) keeps all it runs: a blue-green workload has no
+// namesake to keep, and retiring its colors would take it down.
 func (s *Syncer) removeWorkloads(ctx context.Context, prune []inventory.Entry) error {
 	if s.cfg.Deployments == nil {
 		return nil
 	}
 	var errs []error
 	for _, e := range prune {
-		if ref := e.Key(); ref.Group == "apps" && ref.Kind == "Deployment" {
-			if err := s.cfg.Deployments.RemoveWorkload(ctx, ref.Namespace, ref.Name); err != nil {
-				errs = append(errs, fmt.Errorf("remove workload %s/%s: %w", ref.Namespace, ref.Name, err))
-			}
+		if !isDeploymentEntry(e) {
+			continue
+		}
+		serving, err := s.cfg.Deployments.ServingDeployment(ctx, e.Namespace, e.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read workload %s/%s: %w", e.Namespace, e.Name, err))
+			continue
+		case serving != nil && !apply.Prunable(serving, s.cfg.Name):
+			continue // kept, and all it runs with it
+		}
+		if err := s.cfg.Deployments.RemoveWorkload(ctx, e.Namespace, e.Name); err != nil {
+			errs = append(errs, fmt.Errorf("remove workload %s/%s: %w", e.Namespace, e.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isDeploymentEntry reports whether inventory entry e is a Deployment.
+func isDeploymentEntry(e inventory.Entry) bool {
+	ref := e.Key()
+	return ref.Group == "apps" && ref.Kind == "Deployment"
 }

@@ -79,18 +79,25 @@ type Source interface {
 // runs nothing for it yet, for the sync's own dry-run to diff its
 // namesake.
 //
+// ServingDeployment returns the live Deployment that serves workload
+// namespace/name, renamed to name when it runs under another (a blue-green
+// color); nil for none. A prune judges a Deployment that left Git by it:
+// the workload is retired (RemoveWorkload) only when it may be pruned.
+//
 // ScaleTarget names the live Deployment that a HorizontalPodAutoscaler of
 // Git Deployment name (a blue-green workload) scales: the active color, or
 // name itself while no color serves.
 //
 // RemoveWorkload is told of every Deployment the sync is about to prune,
-// before it is deleted: the sink retires what it runs for that workload
-// under other names (blue-green colors, the canary Deployment, its keys in
-// Service selectors).
+// before it is deleted (not of one it keeps: annotated plimsoll.dev/prune:
+// disabled, or no longer labelled as the sync's): the sink retires what it
+// runs for that workload under other names (blue-green colors, the canary
+// Deployment, its keys in Service selectors).
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
 	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
 	DiffDeployment(ctx context.Context, desired *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error)
+	ServingDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
 	ScaleTarget(ctx context.Context, namespace, name string) (string, error)
 	RemoveWorkload(ctx context.Context, namespace, name string) error
 }

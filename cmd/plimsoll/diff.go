@@ -49,7 +49,11 @@ func newDiffCommand() *cobra.Command {
 				fmt.Fprint(cmd.OutOrStdout(), diff.Diff)
 			}
 			if len(diffs) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d objects would change to match commit %s\n", len(diffs), short(head))
+				objects := "objects"
+				if len(diffs) == 1 {
+					objects = "object"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d %s would change to match commit %s\n", len(diffs), objects, short(head))
 				return exitCode(1, errDiffers)
 			}
 			return nil

@@ -53,7 +53,7 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", e.Key(), err)
 		}
-		if live == nil || !prunable(live, a.cfg.SyncName) {
+		if live == nil || !Prunable(live, a.cfg.SyncName) {
 			continue
 		}
 		d, err := DiffObjects(e.Key(), live, nil)

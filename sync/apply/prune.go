@@ -109,7 +109,7 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry, refs []Referr
 		return 0, fmt.Errorf("prune %s: %w", e.Key(), err)
 	case live == nil:
 		return pruneDeleted, nil
-	case !prunable(live, a.cfg.SyncName):
+	case !Prunable(live, a.cfg.SyncName):
 		return pruneKept, nil
 	case unread != nil && referencedKind(e.Key()):
 		return 0, fmt.Errorf("prune %s: find the Deployments that refer to it: %w", e.Key(), unread)
@@ -123,9 +123,9 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry, refs []Referr
 	return pruneDeleted, nil
 }
 
-// prunable reports whether a prune may delete live: it still carries the
+// Prunable reports whether a prune may delete live: it still carries the
 // sync's label and no plimsoll.dev/prune: disabled.
-func prunable(live metav1.Object, syncName string) bool {
+func Prunable(live metav1.Object, syncName string) bool {
 	return live.GetLabels()[contract.LabelSync] == syncName && live.GetAnnotations()[contract.AnnotationPrune] != contract.PruneDisabled
 }
 
@@ -162,7 +162,7 @@ func (a *Applier) workloadReferences(ctx context.Context, entries []inventory.En
 		gone := map[manifest.Key]bool{}
 		for _, d := range deployments {
 			k := manifest.Key{Group: "apps", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}
-			gone[k] = leaving[k] && prunable(d, a.cfg.SyncName)
+			gone[k] = leaving[k] && Prunable(d, a.cfg.SyncName)
 		}
 		maps.Copy(refs, referrers(keys, deployments, replicaSets, gone))
 	}

@@ -69,3 +69,67 @@ func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedBlueGreenWorkload removes two blue-green workloads from Git
+// while their Services stay: web, annotated plimsoll.dev/prune: disabled,
+// and shop. Before the sync, plimsoll diff shows shop's removal under its
+// Git name (no Deployment of that name exists: its active color goes) and
+// nothing of web; after it, shop's colors are gone, and web keeps its
+// own, its Service's color key and its 4 ready endpoints.
+func TestRemovedBlueGreenWorkload(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	files := mergeFiles(inDir("web", switchedExample(t, "v1", adoptBlueGreen+"    plimsoll.dev/prune: disabled\n")),
+		inDir("shop", blueGreenExample(t, "v1", "2s")))
+	first := s.repo.commit("v1", files)
+	d := startDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "web-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.waitForCommit(t, first)
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = d.cmd.Process.Wait()
+	colorBefore := selector(t, s.ns, "web")["plimsoll.dev/color"]
+	var webColors []string
+	for _, name := range []string{"web-blue", "web-green"} {
+		if getDeployment(t, s.ns, name) != nil {
+			webColors = append(webColors, name)
+		}
+	}
+
+	t.Log("both workloads leave Git; their Services stay")
+	files = maps.Clone(files)
+	files["web/deployment.yaml"], files["shop/deployment.yaml"] = "", ""
+	left := s.repo.commit("web and shop leave", files)
+	out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...)
+	t.Logf("plimsoll diff (exit %d):\n%s", code, out)
+	if code != 1 || !strings.Contains(out, "--- a/apps/Deployment "+s.ns+"/shop") || !strings.Contains(out, "-  name: shop\n") ||
+		!strings.Contains(out, "1 object would change") {
+		t.Errorf("diff exited %d; want 1, and shop's removal under its own name, the one change", code)
+	}
+	if strings.Contains(out, "Deployment "+s.ns+"/web") || strings.Contains(out, "shop-blue") {
+		t.Errorf("diff shows web, which the prune keeps, or a color's name")
+	}
+
+	endpoints := watchEndpoints(t, s.ns, "web")
+	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
+	mark := endpoints.mark()
+	startDaemon(t, s, "--interval", "1s")
+	s.waitForCommit(t, left)
+	waitFor(t, "shop's colors to be deleted", func(context.Context) (bool, error) {
+		return getDeployment(t, s.ns, "shop-blue") == nil && getDeployment(t, s.ns, "shop-green") == nil, nil
+	})
+	for _, name := range webColors {
+		if getDeployment(t, s.ns, name) == nil {
+			t.Errorf("Deployment %s, of a workload the prune keeps, was deleted", name)
+		}
+	}
+	if got := selector(t, s.ns, "web")["plimsoll.dev/color"]; got != colorBefore {
+		t.Errorf("Service web selects color %q, want %q as before", got, colorBefore)
+	}
+	checkMinReady(t, endpoints, mark, 4)
+	if out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...); code != 0 {
+		t.Errorf("diff after the sync exited %d, want 0:\n%s", code, out)
+	}
+}
