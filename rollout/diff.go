@@ -124,7 +124,7 @@ func (c *Controller) dryRunWrite(ctx context.Context, d *appsv1.Deployment, repl
 	if replace {
 		out, err := deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: dry})
 		if err != nil {
-			return nil, fmt.Errorf("dry-run the update of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+			return nil, fmt.Errorf("as the rollout controller updates %s: %w", d.Name, err)
 		}
 		return out, nil
 	}
@@ -136,7 +136,7 @@ func (c *Controller) dryRunWrite(ctx context.Context, d *appsv1.Deployment, repl
 	out, err := deployments.Patch(ctx, d.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: dry})
 	if err != nil {
-		return nil, fmt.Errorf("dry-run the apply of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+		return nil, fmt.Errorf("as the rollout controller applies it: %w", err)
 	}
 	return out, nil
 }
