@@ -276,8 +276,10 @@ func TestCLIDiff(t *testing.T) {
 			t.Errorf("diff does not show %q", want)
 		}
 	}
-	if strings.Contains(out, "\n-    plimsoll.dev/") {
-		t.Errorf("diff shows a status annotation of the rollout controller as removed")
+	for _, section := range strings.Split(out, "--- a/")[1:] {
+		if strings.HasPrefix(section, "apps/Deployment") && strings.Contains(section, "\n-    plimsoll.dev/") {
+			t.Errorf("diff shows a label or status annotation of the rollout controller as removed:\n%s", section)
+		}
 	}
 	if after := getDeployment(t, s.ns, "web").Generation; after != before {
 		t.Errorf("diff changed Deployment web: generation %d -> %d", before, after)
