@@ -109,7 +109,18 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	setRun(obj, plan.Run)
 	switch plan.Template {
 	case strategies.TemplateGit:
-		gitTemplate(obj, git, live, changeCause(in.commit, in.subject))
+		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
+		if live != nil && strategies.LiveHash(live.Spec.Template) == want.Hash {
+			// The template runs already: it stays exactly as it runs (an
+			// adopted Deployment's has neither the workload label nor the
+			// stamp, and adding them would replace every pod), and a later
+			// commit that leaves it as it is does not become its change
+			// cause.
+			obj.Spec.Template = live.Spec.Template
+			keepAnnotation(obj, live, AnnotationChangeCause)
+		} else {
+			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+		}
 	case strategies.TemplateLive:
 		obj.Spec.Template = live.Spec.Template
 		keepAnnotation(obj, live, AnnotationChangeCause)
@@ -159,22 +170,6 @@ func rollingObject(git *appsv1.Deployment, status map[string]string) *appsv1.Dep
 	}
 	setAnnotation(&obj.ObjectMeta, contract.AnnotationRole, contract.RolePrimary)
 	return obj
-}
-
-// gitTemplate gives obj Git's template, with the workload label and the
-// stamp, and cause as its change cause. When live runs that template
-// already, it stays exactly as it runs (an adopted Deployment's has
-// neither the label nor the stamp, and adding them would replace every
-// pod) with the change cause it has: a later commit that leaves the
-// template as it is does not become its cause.
-func gitTemplate(obj, git, live *appsv1.Deployment, cause string) {
-	if live != nil && strategies.LiveHash(live.Spec.Template) == strategies.TemplateHash(git.Spec.Template) {
-		obj.Spec.Template = live.Spec.Template
-		keepAnnotation(obj, live, AnnotationChangeCause)
-		return
-	}
-	obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-	setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, cause)
 }
 
 // statusKeys are the annotations a write of the status sets or removes.
