@@ -112,16 +112,15 @@ func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit sourc
 	if live == nil {
 		return nil, nil
 	}
-	var objs [2]*unstructured.Unstructured
-	for i, d := range []*appsv1.Deployment{live, after} {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
-		if err != nil {
-			return nil, fmt.Errorf("read Deployment %s: %w", it.Key(), err)
-		}
-		u["apiVersion"], u["kind"] = it.Object.Obj.GetAPIVersion(), it.Object.Obj.GetKind()
-		objs[i] = &unstructured.Unstructured{Object: u}
+	before, err := untyped(live, it.Object.Obj.GetAPIVersion())
+	if err != nil {
+		return nil, err
 	}
-	diff, err := apply.DiffObjects(it.Key(), objs[0], objs[1])
+	written, err := untyped(after, it.Object.Obj.GetAPIVersion())
+	if err != nil {
+		return nil, err
+	}
+	diff, err := apply.DiffObjects(it.Key(), before, written)
 	if err != nil {
 		return nil, err
 	}
@@ -146,16 +145,26 @@ func (s *Syncer) removedDiff(ctx context.Context, e inventory.Entry) (*apply.Obj
 	case !apply.Prunable(serving, s.cfg.Name):
 		return &apply.ObjectDiff{Key: e.Key()}, nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serving)
+	before, err := untyped(serving, e.APIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", e.Key(), err)
+		return nil, err
 	}
-	u["apiVersion"], u["kind"] = e.APIVersion, e.Kind
-	diff, err := apply.DiffObjects(e.Key(), &unstructured.Unstructured{Object: u}, nil)
+	diff, err := apply.DiffObjects(e.Key(), before, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &apply.ObjectDiff{Key: e.Key(), Diff: diff}, nil
+}
+
+// untyped is Deployment d from the sink as the diff compares objects,
+// with apiVersion (the typed clients leave it and the kind out).
+func untyped(d *appsv1.Deployment, apiVersion string) (*unstructured.Unstructured, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	if err != nil {
+		return nil, fmt.Errorf("read Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	u["apiVersion"], u["kind"] = apiVersion, "Deployment"
+	return &unstructured.Unstructured{Object: u}, nil
 }
 
 // typedDeployment reads a Git Deployment as the sink takes it.

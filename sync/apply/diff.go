@@ -65,8 +65,8 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 	return out, nil
 }
 
-// diffObjects is the unified diff of two versions of an object (nil for
-// none), "" when they are the same.
+// DiffObjects is the unified diff of two versions of an object (nil for
+// none), "" when they are the same, on the fields Diff compares.
 func DiffObjects(key manifest.Key, before, after *unstructured.Unstructured) (string, error) {
 	a, err := comparable(before)
 	if err != nil {
