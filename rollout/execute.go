@@ -46,9 +46,7 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 		case strategies.ActionUnlabel:
 			err = c.labelPod(ctx, x.w.ns, a.Pod, nil)
 		case strategies.ActionSelect:
-			if svc := x.services[a.Service]; svc != nil {
-				err = c.patchSelector(ctx, svc, a.Key, a.Value)
-			}
+			err = c.setSelectorKey(ctx, x.services[a.Service], a.Key, &a.Value)
 		case strategies.ActionClearCommand:
 			if x.primary != nil && x.command != "" {
 				err = c.clearCommand(ctx, x.primary, x.command)

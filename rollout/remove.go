@@ -77,7 +77,7 @@ func (c *Controller) dropWorkloadKeys(ctx context.Context, ns, name string) erro
 		return fmt.Errorf("read Service %s: %w", name, err)
 	}
 	for _, key := range []string{contract.LabelColor, contract.LabelServing} {
-		if err := c.dropSelectorKey(ctx, svc, key); err != nil {
+		if err := c.setSelectorKey(ctx, svc, key, nil); err != nil {
 			return err
 		}
 	}

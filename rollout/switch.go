@@ -100,7 +100,7 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, 
 			{contract.AnnotationPreviewService, contract.LabelColor},
 			{contract.AnnotationService, contract.LabelServing},
 		} {
-			if err := c.dropSelectorKey(ctx, w.services[d.Annotations[ref.annotation]], ref.key); err != nil {
+			if err := c.setSelectorKey(ctx, w.services[d.Annotations[ref.annotation]], ref.key, nil); err != nil {
 				return true, err
 			}
 		}

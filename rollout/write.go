@@ -35,17 +35,30 @@ func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd
 	return fmt.Errorf("clear %s=%s on Deployment %s: %w", contract.AnnotationCommand, cmd, d.Name, err)
 }
 
-// patchSelector sets key=value in the selector of Service svc with a merge
-// patch, one write that the endpoints follow at once.
-func (c *Controller) patchSelector(ctx context.Context, svc *corev1.Service, key, value string) error {
-	if svc.Spec.Selector[key] == value {
+// setSelectorKey sets key=*value in the selector of Service svc, or
+// removes key when value is nil, with a merge patch: one write that the
+// endpoints follow at once. A selector that says so already, or no Service
+// (nil), is nothing to do; so is a Service gone before a removal.
+func (c *Controller) setSelectorKey(ctx context.Context, svc *corev1.Service, key string, value *string) error {
+	if svc == nil {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%q}}}`, key, value)
+	v, ok := svc.Spec.Selector[key]
+	if value == nil && !ok || value != nil && ok && v == *value {
+		return nil
+	}
+	patched, verb := "null", "remove "+key+" from"
+	if value != nil {
+		patched, verb = fmt.Sprintf("%q", *value), "set "+key+"="+*value+" in"
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%s}}}`, key, patched)
 	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return fmt.Errorf("set %s=%s in the selector of Service %s: %w", key, value, svc.Name, err)
+	switch {
+	case value == nil && apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s the selector of Service %s: %w", verb, svc.Name, err)
 	}
 	c.steered.wrote(out)
 	return nil
@@ -164,26 +177,5 @@ func (c *Controller) markInvalid(ctx context.Context, w *workload, err error, gi
 		}
 	}
 	c.log.Info("workload cannot be rolled out as written", "workload", w.ns+"/"+w.name, "err", err)
-	return nil
-}
-
-// dropSelectorKey removes key from the selector of Service svc, if it is
-// there; no Service (nil) is nothing to do.
-func (c *Controller) dropSelectorKey(ctx context.Context, svc *corev1.Service, key string) error {
-	if svc == nil {
-		return nil
-	}
-	if _, ok := svc.Spec.Selector[key]; !ok {
-		return nil
-	}
-	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:null}}}`, key)
-	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("remove %s from the selector of Service %s: %w", key, svc.Name, err)
-	}
-	c.steered.wrote(out)
 	return nil
 }
