@@ -163,7 +163,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			if live != nil {
 				replicas = *live.Spec.Replicas
 			}
-			want = derived(git, git.Name+"-"+string(color), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, replicas)
+			want = derived(git, git.Name+color.Suffix(), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, replicas)
 			if live != nil {
 				want.ObjectMeta = refresh(live, git).ObjectMeta
 			}

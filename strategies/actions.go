@@ -62,14 +62,6 @@ type Action struct {
 	Key, Value string
 }
 
-// suffixOf is the Deployment suffix of color c: "-blue" or "-green".
-func suffixOf(c Color) string {
-	if c == ColorGreen {
-		return contract.SuffixGreen
-	}
-	return contract.SuffixBlue
-}
-
 // sequenceCanary lists the actions of a canary plan. While the rollout
 // steps, pods are labelled before the stable Deployment scales down for
 // them and unlabelled after it scales up for them: with N = 4 at 50%, one
@@ -137,7 +129,7 @@ func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Actio
 		if live == nil {
 			continue
 		}
-		write := Action{Kind: ActionWrite, Deployment: suffixOf(color), Status: true, Role: plan.Roles[color], ClearCommand: clearNow}
+		write := Action{Kind: ActionWrite, Deployment: color.Suffix(), Status: true, Role: plan.Roles[color], ClearCommand: clearNow}
 		if n, ok := plan.Replicas[color]; ok {
 			switch {
 			case n < liveReplicas(live) && color == o.Active && swaps:

@@ -29,6 +29,15 @@ func (c Color) Other() Color {
 	return ColorBlue
 }
 
+// Suffix is the suffix of c's Deployment name: "-green" for green, "-blue"
+// for blue (and for no color, as Other says).
+func (c Color) Suffix() string {
+	if c == ColorGreen {
+		return contract.SuffixGreen
+	}
+	return contract.SuffixBlue
+}
+
 // Pod is a pod of a progressive workload (of the canary Deployment, or of
 // the color a revision goes to) as the planners need it.
 type Pod struct {
