@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -15,11 +14,9 @@ import (
 // saw a change. It is the rollout controller's resync period too.
 const verifyEvery = 10 * time.Minute
 
-// The scopes a Watch follows besides those of the plan.
-var (
-	deploymentsScope = appsv1.SchemeGroupVersion.WithResource("deployments")
-	configMapsScope  = corev1.SchemeGroupVersion.WithResource("configmaps")
-)
+// configMapsScope is the scope a Watch follows besides those of the plan:
+// the sync record's own ConfigMaps.
+var configMapsScope = corev1.SchemeGroupVersion.WithResource("configmaps")
 
 // quietMark is what a full sync left for the polls after it: the commit
 // it applied and the moment of the Watch it read the cluster at. While
@@ -92,7 +89,7 @@ func (s *Syncer) watchScopes(plan *apply.Plan) ([]apply.Scope, bool) {
 	scopes := []apply.Scope{record}
 	planned, complete := plan.Scopes()
 	for _, sc := range planned {
-		if sc.Resource != deploymentsScope && sc != record {
+		if sc.Resource != apply.DeploymentsResource && sc != record {
 			scopes = append(scopes, sc)
 		}
 	}

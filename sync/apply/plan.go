@@ -45,12 +45,14 @@ const (
 	kindSecret    = "Secret"
 )
 
-// The resources a prune lists to find what refers to a ConfigMap or
-// Secret.
-var (
-	deploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
-	replicaSetsResource = appsv1.SchemeGroupVersion.WithResource("replicasets")
-)
+// DeploymentsResource is the resource of Deployments: a prune lists them to
+// find what refers to a ConfigMap or Secret, and the sync leaves them out of
+// what a quiet poll watches (the rollout controller keeps them).
+var DeploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
+
+// replicaSetsResource is listed by a prune for the same reason: an old
+// ReplicaSet's template may still refer to a ConfigMap or Secret.
+var replicaSetsResource = appsv1.SchemeGroupVersion.WithResource("replicasets")
 
 // Action is what a sync does, or would do, to one object.
 type Action string

@@ -175,7 +175,7 @@ func (a *Applier) workloadReferences(ctx context.Context, entries []inventory.En
 // which carry the label of their template.
 func (a *Applier) listWorkloads(ctx context.Context, ns string) ([]*appsv1.Deployment, []*appsv1.ReplicaSet, error) {
 	opts := metav1.ListOptions{LabelSelector: contract.LabelWorkload}
-	list, err := a.cfg.Dynamic.Resource(deploymentsResource).Namespace(ns).List(ctx, opts)
+	list, err := a.cfg.Dynamic.Resource(DeploymentsResource).Namespace(ns).List(ctx, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list Deployments in %q: %w", ns, err)
 	}
