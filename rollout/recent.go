@@ -47,12 +47,14 @@ func newRecentWrites[T object](clk clock.PassiveClock, ttl time.Duration) *recen
 	return &recentWrites[T]{clock: clk, ttl: ttl, byKey: map[string]recentWrite[T]{}, swept: clk.Now()}
 }
 
-// wrote remembers obj, as returned by a write.
+// wrote remembers obj, as returned by a write, trimmed as the cache
+// trims it (obj is changed in place).
 func (r *recentWrites[T]) wrote(obj T) {
 	var none T
 	if obj == none {
 		return
 	}
+	trimInPlace(obj)
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -14,7 +14,8 @@ import (
 // through a swap: the patch's answer (resourceVersion 12) is read in
 // place of the cache's copy from before it (11) until the cache holds 12
 // or later, or a minute has passed, or the Service was recreated; a pod
-// labelled and never seen again is dropped a minute later.
+// labelled and never seen again is dropped a minute later; a labelled pod
+// is held trimmed, as the cache holds it.
 func TestRecentWrites(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 	service := func(uid types.UID, rv, color string) *corev1.Service {
@@ -57,5 +58,26 @@ func TestRecentWrites(t *testing.T) {
 	pods.wrote(none)
 	if len(pods.byKey) != 1 {
 		t.Errorf("a failed write (nil) was remembered: %d pods, want 1", len(pods.byKey))
+	}
+
+	// A labelled pod comes back whole from the patch; it is held as the
+	// cache holds pods, with its Ready condition and labels only.
+	pods.wrote(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-3", ResourceVersion: "8",
+			Labels:        map[string]string{"plimsoll.dev/serving": "true"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "plimsoll-rollout"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:v2"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	})
+	held := pods.newest(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-3", ResourceVersion: "7"}})
+	switch {
+	case held.Labels["plimsoll.dev/serving"] != "true":
+		t.Errorf("labelled pod held as %+v, want the patch's answer", held.ObjectMeta)
+	case len(held.Spec.Containers) != 0 || held.ManagedFields != nil:
+		t.Errorf("labelled pod held with %d containers and %d managedFields entries, want both trimmed",
+			len(held.Spec.Containers), len(held.ManagedFields))
+	case len(held.Status.Conditions) != 1 || held.Status.Conditions[0].Type != corev1.PodReady:
+		t.Errorf("labelled pod held with conditions %+v, want Ready alone", held.Status.Conditions)
 	}
 }

@@ -23,6 +23,15 @@ import (
 // them, and again on objects already trimmed (a re-list): it changes them
 // in place, and trimming twice is trimming once.
 func trim(obj any) (any, error) {
+	trimInPlace(obj)
+	return obj, nil
+}
+
+// trimInPlace is trim without the transform's signature: the controller
+// also trims what its writes return before it remembers them (see
+// recentWrites), so that a planner reads the same of an object whichever
+// copy it gets, and a labelled pod is not held whole.
+func trimInPlace(obj any) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		p.Spec = corev1.PodSpec{}
 		p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: readyOnly(p.Status.Conditions)}
@@ -30,7 +39,6 @@ func trim(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
-	return obj, nil
 }
 
 // readyOnly returns the Ready condition of conditions, nil when none.
