@@ -53,6 +53,7 @@ type object struct {
 				} `json:"volumes"`
 				Containers []struct {
 					Args            []string      `json:"args"`
+					Env             []envVar      `json:"env"`
 					VolumeMounts    []volumeMount `json:"volumeMounts"`
 					SecurityContext struct {
 						AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
@@ -71,6 +72,17 @@ type object struct {
 			} `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
+}
+
+// envVar is a rendered container's environment variable, as much of it as
+// the tests read.
+type envVar struct {
+	Name      string `json:"name"`
+	ValueFrom struct {
+		ResourceFieldRef *struct {
+			Resource string `json:"resource"`
+		} `json:"resourceFieldRef"`
+	} `json:"valueFrom"`
 }
 
 // volumeMount is a rendered container's volume mount.
@@ -214,6 +226,35 @@ func TestChartOptions(t *testing.T) {
 	}
 	if kinds(objs)["ServiceMonitor"] != 1 {
 		t.Error("serviceMonitor.enabled rendered no ServiceMonitor")
+	}
+}
+
+// TestChartMemoryLimit: the Go runtime's soft memory limit is the
+// container's memory limit when there is one (512Mi by default), and is
+// not set when there is none.
+func TestChartMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want bool
+	}{
+		{name: "default limit", want: true},
+		{name: "own limit", sets: []string{"resources.limits.memory=1Gi"}, want: true},
+		{name: "no limits", sets: []string{"resources.limits=null"}},
+		{name: "no resources", sets: []string{"resources=null"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := deployment(t, render(t, tc.sets...)).Spec.Template.Spec.Containers[0].Env
+			i := slices.IndexFunc(env, func(e envVar) bool { return e.Name == "GOMEMLIMIT" })
+			switch {
+			case !tc.want && i >= 0:
+				t.Errorf("GOMEMLIMIT set without a memory limit: %+v", env[i])
+			case tc.want && i < 0:
+				t.Errorf("env %+v lacks GOMEMLIMIT", env)
+			case tc.want && (env[i].ValueFrom.ResourceFieldRef == nil || env[i].ValueFrom.ResourceFieldRef.Resource != "limits.memory"):
+				t.Errorf("GOMEMLIMIT %+v, want it from the container's limits.memory", env[i])
+			}
+		})
 	}
 }
 
