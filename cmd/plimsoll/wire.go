@@ -71,7 +71,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubernetes.NewForConfig(protobuf(restCfg))
 	if err != nil {
 		return nil, fmt.Errorf("build Kubernetes client: %w", err)
 	}
