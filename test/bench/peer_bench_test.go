@@ -131,7 +131,13 @@ func TestPeerBenchmark(t *testing.T) {
 	if env.note != "" || !env.resume {
 		results.Note = env.note
 	}
-	save := func() { results.save(t, env.rollout.root) }
+	// A run is saved when it returns, after its namespaces are deleted
+	// (minutes at N=1,000): stop the benchmark after this line, not after
+	// a run's last figures, or the run is lost.
+	save := func() {
+		results.save(t, env.rollout.root)
+		t.Logf("saved to %s", peerResultsFile)
+	}
 
 	if env.wants("rollout") {
 		argo := &argoDriver{bin: env.argo, kubectl: env.kubectl, admin: env.kubeconfig, ports: [2]int(freePorts(t, 2))}
