@@ -55,6 +55,12 @@ const (
 	AnnotationPrune = "plimsoll.dev/prune"
 	// PruneDisabled is the AnnotationPrune value that keeps an object.
 	PruneDisabled = "disabled"
+	// AnnotationKubectlEdits, KubectlEditsKept on an object in Git or in
+	// the cluster, keeps the fields that kubectl added to it: the sync
+	// then restores only the fields Git sets.
+	AnnotationKubectlEdits = "plimsoll.dev/kubectl-edits"
+	// KubectlEditsKept is the AnnotationKubectlEdits value that keeps them.
+	KubectlEditsKept = "keep"
 )
 
 // Status annotations: written by plimsoll on every Deployment of a

@@ -49,8 +49,9 @@ type Result struct {
 	Applied []*Item
 }
 
-// Apply writes the plan. First every write that can be checked now is
-// dry-run on the server; if any fails, nothing is written and the joined
+// Apply writes the plan. First the sync takes over the fields kubectl set
+// on the live objects (see takeOver), and every write that can be checked
+// now is dry-run on the server; if any fails, nothing is written and the joined
 // errors name each object's file and document. Then Namespaces and CRDs are
 // applied and the CRDs awaited, the objects that depended on them (custom
 // resources of a new CRD, objects in a new namespace) are dry-run in turn,
@@ -78,6 +79,9 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 		} else {
 			now = append(now, it)
 		}
+	}
+	if err := a.takeOver(ctx, now, skip); err != nil {
+		return res, err
 	}
 	if err := a.dryRun(ctx, now, skip); err != nil {
 		return res, err

@@ -207,7 +207,7 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 			it.Action = ActionCreate
 		case !known || prev.Hash != it.Hash:
 			it.Action = ActionUpdate
-		case !InSync(it.Live.Object, it.Object.Obj.Object):
+		case !InSync(it.Live.Object, it.Object.Obj.Object), editedByHand(it):
 			it.Action = ActionRestore
 		default:
 			it.Action = ActionNone
