@@ -51,8 +51,9 @@ type Result struct {
 
 // Apply writes the plan. First the sync takes over the fields kubectl set
 // on the live objects (see takeOver), and every write that can be checked
-// now is dry-run on the server; if any fails, nothing is written and the joined
-// errors name each object's file and document. Then Namespaces and CRDs are
+// now is dry-run on the server; if any dry-run fails, nothing but managed
+// fields is written and the joined errors name each object's file and
+// document. Then Namespaces and CRDs are
 // applied and the CRDs awaited, the objects that depended on them (custom
 // resources of a new CRD, objects in a new namespace) are dry-run in turn,
 // and the rest is applied.

@@ -131,6 +131,9 @@ type Item struct {
 	// recreate is set by the dry-run when a forced object must be deleted
 	// and created again to change an immutable field.
 	recreate bool
+	// takeOver is the patch that gives the sync the fields kubectl owns
+	// on Live (see takeOverPatchOf), nil when there are none to take.
+	takeOver []byte
 }
 
 // Key names the item's object.
@@ -201,13 +204,16 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 	for _, it := range plan.Items {
 		it.Live = live[it.Key()]
 		keepSelectorKeys(it)
+		if it.takeOver, err = a.takeOverPatchOf(it); err != nil {
+			return nil, fmt.Errorf("plan %s (%s): %w", it.Key(), it.Object.Origin, err)
+		}
 		prev, known := inv[it.Key()]
 		switch {
 		case it.Live == nil:
 			it.Action = ActionCreate
 		case !known || prev.Hash != it.Hash:
 			it.Action = ActionUpdate
-		case !InSync(it.Live.Object, it.Object.Obj.Object), editedByHand(it):
+		case !InSync(it.Live.Object, it.Object.Obj.Object), it.takeOver != nil:
 			it.Action = ActionRestore
 		default:
 			it.Action = ActionNone

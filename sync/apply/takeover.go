@@ -34,35 +34,26 @@ func byHand(e metav1.ManagedFieldsEntry) bool {
 	return e.Subresource == "" && strings.HasPrefix(e.Manager, handManagerPrefix) && e.Manager != restartManager
 }
 
-// editedByHand reports whether a change made with kubectl still owns
-// fields of the item's live object, and neither Git nor the live object
-// asks to keep them (contract.AnnotationKubectlEdits). Such fields may be
-// ones Git never set (a port added with kubectl edit, a label added with
-// kubectl label), which the test for drift cannot see, so the object is
-// restored and the sync takes them over (see takeOverPatch).
-func editedByHand(it *Item) bool {
+// takeOverPatchOf returns the patch that gives the sync the fields kubectl
+// owns on the item's live object (see takeOverPatch), or nil when there
+// are none to take or Git or the live object asks to keep them
+// (contract.AnnotationKubectlEdits). Such fields may be ones Git never set
+// (a port added with kubectl edit, a label added with kubectl label), which
+// the test for drift cannot see, so an item with a patch is restored.
+func (a *Applier) takeOverPatchOf(it *Item) ([]byte, error) {
 	if it.Live == nil || keepsKubectlEdits(it.Object.Obj) || keepsKubectlEdits(it.Live) {
-		return false
+		return nil, nil
 	}
-	return ownedByHand(it.Live)
+	return takeOverPatch(it.Live, a.cfg.FieldManager)
 }
 
 func keepsKubectlEdits(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[contract.AnnotationKubectlEdits] == contract.KubectlEditsKept
 }
 
-// ownedByHand reports whether kubectl owns fields of live.
-func ownedByHand(live *unstructured.Unstructured) bool {
-	for _, e := range live.GetManagedFields() {
-		if byHand(e) {
-			return true
-		}
-	}
-	return false
-}
-
 // takeOverPatch returns a merge patch that gives manager, as an apply,
-// every field that kubectl owns on live, or nil when kubectl owns none.
+// every field that kubectl owns on live, or nil when kubectl owns none it
+// can take (see below).
 // Once the sync owns them, its next apply removes those Git does not set,
 // as it removes any field it applied and Git dropped: a port replaced with
 // kubectl edit is removed, not kept beside Git's. Every other manager's
@@ -142,7 +133,8 @@ func fieldSet(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 }
 
 // takeOver makes the sync the owner of the fields kubectl owns on the live
-// objects of items, but for those handed elsewhere (skip). It runs before
+// objects of items (the patches the plan made), but for those handed
+// elsewhere (skip). It runs before
 // the dry-run, so that the dry-run removes those of kubectl's fields that
 // Git does not set, as the apply will, and refuses what cannot be removed
 // (an immutable field) before anything is applied. It writes nothing but
@@ -153,13 +145,10 @@ func fieldSet(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 // next sync, seeing kubectl's fields again, takes them over then.
 func (a *Applier) takeOver(ctx context.Context, items []*Item, skip func(*Item) bool) error {
 	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
-		if !editedByHand(it) || (skip != nil && skip(it)) {
+		if it.takeOver == nil || (skip != nil && skip(it)) {
 			return nil
 		}
-		patch, err := takeOverPatch(it.Live, a.cfg.FieldManager)
-		if err == nil && patch != nil {
-			_, err = a.resource(it).Patch(ctx, it.Object.Obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: a.cfg.FieldManager})
-		}
+		_, err := a.resource(it).Patch(ctx, it.Object.Obj.GetName(), types.MergePatchType, it.takeOver, metav1.PatchOptions{FieldManager: a.cfg.FieldManager})
 		if err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("take over the fields kubectl set on %s: %w", it.Key(), err)
 		}

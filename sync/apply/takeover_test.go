@@ -70,10 +70,9 @@ func TestTakeOverPatch(t *testing.T) {
 		restart  = `{"f:metadata":{"f:annotations":{"f:kubectl.kubernetes.io/restartedAt":{}}}}`
 	)
 	tests := []struct {
-		name   string
-		live   *unstructured.Unstructured
-		edited bool
-		want   string // managers after the patch; "" for no patch
+		name string
+		live *unstructured.Unstructured
+		want string // managers after the patch; "" for no patch
 	}{
 		{
 			name: "kubectl's entries join the sync's apply entry; others stay",
@@ -84,22 +83,19 @@ func TestTakeOverPatch(t *testing.T) {
 				managed("kubectl-label", opUpdate, "", label),
 				managed("ops-tool", opUpdate, "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`),
 			),
-			edited: true,
 			want: `kube-controller-manager/Update/status={"f:status":{"f:loadBalancer":{}}} ` +
 				`ops-tool/Update={"f:metadata":{"f:labels":{"f:team":{}}}} ` +
 				`plimsoll/Apply={"f:metadata":{"f:labels":{"f:by-hand":{}}},"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:port":{}},"k:{\"port\":8080,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`,
 		},
 		{
-			name:   "created by kubectl: its entry becomes the sync's",
-			live:   liveWith(managed("kubectl-client-side-apply", opUpdate, "", port8080)),
-			edited: true,
-			want:   `plimsoll/Apply={"f:spec":{"f:ports":{"k:{\"port\":8080,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`,
+			name: "created by kubectl: its entry becomes the sync's",
+			live: liveWith(managed("kubectl-client-side-apply", opUpdate, "", port8080)),
+			want: `plimsoll/Apply={"f:spec":{"f:ports":{"k:{\"port\":8080,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`,
 		},
 		{
-			name:   "kubectl apply --server-side (manager kubectl, Apply)",
-			live:   liveWith(managed("plimsoll", opApply, "", port80), managed("kubectl", opApply, "", label)),
-			edited: true,
-			want:   `plimsoll/Apply={"f:metadata":{"f:labels":{"f:by-hand":{}}},"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`,
+			name: "kubectl apply --server-side (manager kubectl, Apply)",
+			live: liveWith(managed("plimsoll", opApply, "", port80), managed("kubectl", opApply, "", label)),
+			want: `plimsoll/Apply={"f:metadata":{"f:labels":{"f:by-hand":{}}},"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`,
 		},
 		{
 			name: "a restart, a scale and a status write are not edits",
@@ -119,16 +115,12 @@ func TestTakeOverPatch(t *testing.T) {
 					return e
 				}(),
 			),
-			edited: true,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			git := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service"}}
-			if got := editedByHand(&Item{Object: manifest.Object{Obj: git}, Live: tc.live}); got != tc.edited {
-				t.Errorf("editedByHand = %v, want %v", got, tc.edited)
-			}
-			patch, err := takeOverPatch(tc.live, "plimsoll")
+			patch, err := New(Config{FieldManager: "plimsoll"}).takeOverPatchOf(&Item{Object: manifest.Object{Obj: git}, Live: tc.live})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +142,7 @@ func TestTakeOverPatch(t *testing.T) {
 }
 
 // TestKubectlEditsKept checks that plimsoll.dev/kubectl-edits: keep, in Git
-// or on the live object, leaves kubectl's fields alone.
+// or on the live object, leaves kubectl's fields alone: no patch takes them.
 func TestKubectlEditsKept(t *testing.T) {
 	keep := map[string]string{contract.AnnotationKubectlEdits: contract.KubectlEditsKept}
 	edited := func() *unstructured.Unstructured {
@@ -171,8 +163,12 @@ func TestKubectlEditsKept(t *testing.T) {
 			git.SetAnnotations(tc.git)
 			live := edited()
 			live.SetAnnotations(tc.live)
-			if got := editedByHand(&Item{Object: manifest.Object{Obj: git}, Live: live}); got != tc.want {
-				t.Errorf("editedByHand = %v, want %v", got, tc.want)
+			patch, err := New(Config{}).takeOverPatchOf(&Item{Object: manifest.Object{Obj: git}, Live: live})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := patch != nil; got != tc.want {
+				t.Errorf("patch %s; want one: %v", patch, tc.want)
 			}
 		})
 	}

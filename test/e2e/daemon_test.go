@@ -161,11 +161,19 @@ func TestDaemonRestoresDrift(t *testing.T) {
 		_, err := suite.client.CoreV1().Services(s.ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil, nil
 	})
-	restored := resourceVersions(t, objs)
+	checkQuietPollsWriteNothing(t, d, objs)
+}
+
+// checkQuietPollsWriteNothing waits for 3 more quiet polls of daemon d and
+// fails t if any of objs but a Deployment (the rollout controller's to
+// write) changed meanwhile.
+func checkQuietPollsWriteNothing(t *testing.T, d *daemon, objs []object) {
+	t.Helper()
+	before := resourceVersions(t, objs)
 	waitForQuietPolls(t, d, 3)
 	for _, o := range objs {
-		if now := resourceVersion(t, o); now != restored[o] && o.gvr != deployments {
-			t.Errorf("%s written during quiet polls (resourceVersion %s, then %s)", o, restored[o], now)
+		if now := resourceVersion(t, o); now != before[o] && o.gvr != deployments {
+			t.Errorf("%s written during quiet polls (resourceVersion %s, then %s)", o, before[o], now)
 		}
 	}
 }
