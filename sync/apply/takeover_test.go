@@ -33,7 +33,7 @@ func liveWith(entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
 	return u
 }
 
-// patchEntries decodes what takeOverPatch asks for: the resourceVersion
+// patchEntries decodes what takeover.Patch asks for: the resourceVersion
 // it is conditional on and the new managed fields.
 func patchEntries(t *testing.T, patch []byte) (string, []metav1.ManagedFieldsEntry) {
 	t.Helper()
