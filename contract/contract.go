@@ -57,7 +57,8 @@ const (
 	PruneDisabled = "disabled"
 	// AnnotationKubectlEdits, KubectlEditsKept on an object in Git or in
 	// the cluster, keeps the fields that kubectl added to it: the sync
-	// then restores only the fields Git sets.
+	// then restores only the fields Git sets. On a Deployment it keeps a
+	// pod template changed by hand until Git's template changes.
 	AnnotationKubectlEdits = "plimsoll.dev/kubectl-edits"
 	// KubectlEditsKept is the AnnotationKubectlEdits value that keeps them.
 	KubectlEditsKept = "keep"

@@ -158,7 +158,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		live := bg.deployment(color)
 		var want *appsv1.Deployment
 		switch {
-		case color == target && decision.Action != strategies.RevisionRefused && strategies.LiveHash(annotatedTemplate(live)) != desired:
+		case color == target && decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
 			replicas := int32(0)
 			if live != nil {
 				replicas = *live.Spec.Replicas
@@ -167,7 +167,9 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			if live != nil {
 				want.ObjectMeta = refresh(live, git).ObjectMeta
 			}
-			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+			if !stampedWith(live, desired) { // else changed by hand: the same revision
+				setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
+			}
 		case live != nil:
 			want = refresh(live, git)
 		default:

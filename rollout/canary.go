@@ -98,12 +98,16 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 
 	var stable *appsv1.Deployment
 	if cy.stable == nil {
-		t := *git.Spec.Template.DeepCopy()
-		setLabel(&t.ObjectMeta, contract.LabelServing, "true")
-		stable = derived(git, git.Name, nil, t, state.Replicas)
+		stable = derived(git, git.Name, nil, git.Spec.Template, state.Replicas)
+		stable.Spec.Template = servingTemplate(git)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	} else {
 		stable = refresh(cy.stable, git)
+		if stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired) {
+			// Git's revision serves, its template changed by hand: Git's
+			// goes out again, as the promotion wrote it.
+			stable.Spec.Template = servingTemplate(git)
+		}
 	}
 	stamp(stable, annotations, strategies.RoleStable)
 	if cy.stable == nil || !holds(cy.stable, stable) {
@@ -113,7 +117,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 
 	var want *appsv1.Deployment
 	switch live := cy.canary; {
-	case decision.Action != strategies.RevisionRefused && strategies.LiveHash(annotatedTemplate(live)) != desired:
+	case decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
 		replicas := int32(0)
 		if live != nil {
 			replicas = *live.Spec.Replicas
@@ -122,7 +126,9 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 		if live != nil {
 			want.ObjectMeta = refresh(live, git).ObjectMeta
 		}
-		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
+		if !stampedWith(live, desired) { // else changed by hand: the same revision
+			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
+		}
 	case live != nil:
 		want = refresh(live, git)
 	}

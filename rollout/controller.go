@@ -152,6 +152,9 @@ type Controller struct {
 	// specs tells the generation of each Deployment's spec through the
 	// controller's own status writes (see specGenerations).
 	specs *specGenerations
+	// templates remembers which Deployments' templates hold Git's (see
+	// runsGit).
+	templates *templateChecks
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
@@ -184,23 +187,24 @@ func New(cfg Config) *Controller {
 		cfg.Measurer = noMeasurer{}
 	}
 	c := &Controller{
-		writable: cfg.Writable,
-		client:   cfg.Client,
-		log:      cfg.Log,
-		workers:  cfg.Workers,
-		clock:    cfg.Clock,
-		views:    map[string]view{},
-		started:  make(chan struct{}),
-		queue:    workqueue.NewTypedRateLimitingQueue(retryLimiter()),
-		events:   newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
-		metrics:  cfg.Metrics,
-		written:  newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
-		steered:  newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
-		labelled: newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
-		specs:    newSpecGenerations(),
-		intents:  newIntents(),
-		measurer: cfg.Measurer,
-		notifier: cfg.Notifier,
+		writable:  cfg.Writable,
+		client:    cfg.Client,
+		log:       cfg.Log,
+		workers:   cfg.Workers,
+		clock:     cfg.Clock,
+		views:     map[string]view{},
+		started:   make(chan struct{}),
+		queue:     workqueue.NewTypedRateLimitingQueue(retryLimiter()),
+		events:    newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
+		metrics:   cfg.Metrics,
+		written:   newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
+		steered:   newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
+		labelled:  newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
+		specs:     newSpecGenerations(),
+		templates: newTemplateChecks(),
+		intents:   newIntents(),
+		measurer:  cfg.Measurer,
+		notifier:  cfg.Notifier,
 	}
 	c.once.Store(cfg.Once)
 	namespaces := cfg.Namespaces

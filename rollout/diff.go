@@ -27,7 +27,8 @@ import (
 //     change of the sync;
 //   - the template, when Git's is the revision rolling out (the rollout,
 //     not a sync, brings it) or the workload's failed-hash (the refusal,
-//     not the sync, keeps it out);
+//     not the sync, keeps it out), unless the live one, Git's revision,
+//     was changed by hand (see runsGit);
 //   - the replica count, when an HPA scales the Deployment.
 //
 // A blue-green color comes renamed to Git's name and without the color in
@@ -167,9 +168,13 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		want.ManagedFields = nil
 		want.Spec.Replicas = git.Spec.Replicas
 	}
-	if hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template) {
+	newRevision := hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template)
+	byHand := stampedWith(live, hash) && !keepsKubectlEdits(git.Annotations) && !keepsKubectlEdits(live.Annotations) &&
+		!strategies.TemplateHolds(live.Spec.Template, git.Spec.Template)
+	if newRevision || byHand {
 		// Git's template as the rollout leaves it: rolled out, the canary
-		// promoted, or the color that took it swapped in.
+		// promoted, or the color that took it swapped in; or, over one
+		// changed by hand, as the controller writes it again (see runsGit).
 		t := *git.Spec.Template.DeepCopy()
 		switch strategy {
 		case contract.StrategyCanary:
@@ -178,7 +183,9 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 			setLabel(&t.ObjectMeta, contract.LabelColor, live.Spec.Template.Labels[contract.LabelColor])
 		}
 		want.Spec.Template = workloadTemplate(t, git.Name)
-		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, cause)
+		if newRevision {
+			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, cause)
+		}
 	}
 	if scaled {
 		want.Spec.Replicas = live.Spec.Replicas

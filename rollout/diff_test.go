@@ -49,12 +49,20 @@ func diffLive(git *appsv1.Deployment, name, role string, extra map[string]string
 	return live
 }
 
+// setByHand changes d's template as `kubectl set image` does: the image,
+// not the stamp.
+func setByHand(d *appsv1.Deployment) *appsv1.Deployment {
+	d.Spec.Template.Spec.Containers[0].Image = "web:hotfix"
+	return d
+}
+
 // TestDiffWrite: what diff dry-runs for each strategy is the write the
 // controller would make once the rollout went through: Git's fields (a
 // dropped one gone), the live status and the Deployment controller's
 // annotation kept (an apply leaves it alone, an update carries it), Git's
 // template with the commit as its cause unless Git's runs already or is
-// the failed-hash, and the HPA's count when one scales it.
+// the failed-hash, Git's template over one changed by hand (as the same
+// revision), and the HPA's count when one scales it.
 func TestDiffWrite(t *testing.T) {
 	const cause = "0123456 v2"
 	rolling, canary := map[string]string(nil), map[string]string{contract.AnnotationStrategy: contract.StrategyCanary}
@@ -64,6 +72,7 @@ func TestDiffWrite(t *testing.T) {
 		StableHash: strategies.TemplateHash(v1), Commit: "feedface", Message: "revision 1 is Healthy"}
 	failed := healthy
 	failed.Phase, failed.FailedHash = strategies.PhaseDegraded, strategies.TemplateHash(diffGit("web:v2", nil).Spec.Template)
+	kept := map[string]string{contract.AnnotationStrategy: contract.StrategyCanary, contract.AnnotationKubectlEdits: contract.KubectlEditsKept}
 	serving := map[string]string{contract.LabelServing: "true"}
 	green := map[string]string{contract.LabelColor: "green"}
 
@@ -116,6 +125,21 @@ func TestDiffWrite(t *testing.T) {
 				return diffLive(diffGit("web:v1", canary), "web", contract.RoleStable, serving, progressing)
 			},
 			wantImage: "web:v1", wantCause: "feedfac v1", wantLabel: serving, wantReplica: 4},
+		{name: "rolling, Git's template changed by hand", annotations: rolling, image: "web:v1",
+			live: func(g *appsv1.Deployment) *appsv1.Deployment {
+				return setByHand(diffLive(g, "web", contract.RolePrimary, nil, healthy))
+			},
+			wantImage: "web:v1", wantCause: "feedfac v1", wantReplica: 4},
+		{name: "canary, Git's template changed by hand", annotations: canary, image: "web:v1", replace: true,
+			live: func(g *appsv1.Deployment) *appsv1.Deployment {
+				return setByHand(diffLive(g, "web", contract.RoleStable, serving, healthy))
+			},
+			wantImage: "web:v1", wantCause: "feedfac v1", wantLabel: serving, wantReplica: 4},
+		{name: "canary, changed by hand and kept", annotations: kept, image: "web:v1", replace: true,
+			live: func(g *appsv1.Deployment) *appsv1.Deployment {
+				return setByHand(diffLive(g, "web", contract.RoleStable, serving, healthy))
+			},
+			wantImage: "web:hotfix", wantCause: "feedfac v1", wantLabel: serving, wantReplica: 4},
 		{name: "blue-green, a new template", annotations: blueGreen, image: "web:v2", replace: true, scaled: true,
 			live: func(g *appsv1.Deployment) *appsv1.Deployment {
 				return diffLive(diffGit("web:v1", blueGreen), "web-green", contract.RoleActive, green, healthy)

@@ -61,6 +61,7 @@ func (c *Controller) RemoveWorkload(ctx context.Context, ns, name string) error 
 		}
 		c.written.forget(ns, d.Name)
 		c.specs.forget(ns, d.Name)
+		c.templates.forget(ns, d.Name)
 		c.log.Info("deleted a Deployment of a workload that left Git", "workload", ns+"/"+name, "deployment", d.Name)
 	}
 	return nil

@@ -107,10 +107,12 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		obj.Spec.Replicas, obj.ResourceVersion = &count, live.ResourceVersion
 	}
 	setRun(obj, plan.Run)
+	restore := false
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-		if live != nil && strategies.LiveHash(live.Spec.Template) == want.Hash {
+		switch {
+		case c.runsGit(live, git, want.Hash):
 			// The template runs already: it stays exactly as it runs (an
 			// adopted Deployment's has neither the workload label nor the
 			// stamp, and adding them would replace every pod), and a later
@@ -118,7 +120,12 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			// cause.
 			obj.Spec.Template = live.Spec.Template
 			keepAnnotation(obj, live, AnnotationChangeCause)
-		} else {
+		case stampedWith(live, want.Hash):
+			// Git's revision, its template changed by hand: Git's goes
+			// out again, as the same revision.
+			restore = true
+			keepAnnotation(obj, live, AnnotationChangeCause)
+		default:
 			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 		}
 	case strategies.TemplateLive:
@@ -134,6 +141,15 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	// A one-shot sync writes only what Git's intent needs: the status of
 	// a revision it did not start is the daemon's to follow.
 	if live == nil || !applied(live, obj, !c.once.Load()) {
+		if restore {
+			rv, err := c.takeOverHandEdits(ctx, live)
+			if err != nil {
+				return err
+			}
+			if rv != "" && obj.ResourceVersion != "" {
+				obj.ResourceVersion = rv // the count is still the one planned with
+			}
+		}
 		body, err := json.Marshal(obj)
 		if err != nil {
 			return fmt.Errorf("encode the Deployment: %w", err)
@@ -145,6 +161,9 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return fmt.Errorf("apply: %w", err)
 		}
 		c.written.wrote(out)
+		if c.templates.wrote(obj, out, c.specs.of(out).Generation) {
+			c.restored(out)
+		}
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
 			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {

@@ -119,6 +119,7 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, 
 		}
 		c.written.forget(w.ns, d.Name)
 		c.specs.forget(w.ns, d.Name)
+		c.templates.forget(w.ns, d.Name)
 		c.log.Info("retired a Deployment of the previous strategy", "workload", w.ns+"/"+w.name, "deployment", d.Name)
 	}
 	return true, nil

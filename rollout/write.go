@@ -119,6 +119,9 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	}
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
+	if c.templates.wrote(want, updated, c.specs.of(updated).Generation) {
+		c.restored(updated)
+	}
 	return nil
 }
 

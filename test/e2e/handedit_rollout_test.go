@@ -1,0 +1,114 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// hotfixImage is what the tests below set by hand.
+const hotfixImage = "registry.example/web:hotfix"
+
+// canaryAPI is the Git manifest of canary workload "api" (2 replicas)
+// behind Service "api".
+const canaryAPI = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  annotations:
+    plimsoll.dev/strategy: canary
+    plimsoll.dev/service: api
+    plimsoll.dev/steps: "50%, 100%"
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: api}
+  template:
+    metadata:
+      labels: {app: api}
+    spec:
+      containers:
+      - name: api
+        image: ` + goodImage + `
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+spec:
+  selector: {app: api}
+  ports:
+  - port: 80
+`
+
+// TestRolloutRestoresTemplateEditedByHand checks that the rollout
+// controller puts back a pod template changed with kubectl on the
+// Deployment that runs Git's revision, on a rolling workload (web) and on
+// a canary's stable Deployment (api):
+//   - `kubectl set image` and `kubectl set env` are undone: Git's image,
+//     no env var, kubectl owning no field, the pods back on Git's image;
+//   - it is the same revision (plimsoll.dev/revision stays 1), with a
+//     TemplateRestored event on the Deployment;
+//   - then nothing is written in a loop: the generation stays.
+func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	tree := baseTree()
+	tree["deployment.yaml"] = rollingDeployment(2, goodImage)
+	tree["api.yaml"] = canaryAPI
+	head := s.repo.commit("web and api", tree)
+	startDaemon(t, s, "--interval", "1s")
+	s.waitForCommit(t, head)
+	waitForPhase(t, s.ns, "web", "Healthy")
+	waitForPhase(t, s.ns, "api", "Healthy")
+
+	t.Log("1. kubectl set image and set env on web, set image on api")
+	kubectl(t, "set", "image", "deployment/web", "web="+hotfixImage, "-n", s.ns)
+	kubectl(t, "set", "env", "deployment/web", "DEBUG=1", "-n", s.ns)
+	kubectl(t, "set", "image", "deployment/api", "api="+hotfixImage, "-n", s.ns)
+
+	for _, name := range []string{"web", "api"} {
+		d := waitForDeployment(t, s.ns, name, "Git's template back and rolled out", func(d *appsv1.Deployment) bool {
+			c := d.Spec.Template.Spec.Containers[0]
+			st := d.Status
+			return c.Image == goodImage && len(c.Env) == 0 && st.ObservedGeneration >= d.Generation &&
+				st.UpdatedReplicas == 2 && st.Replicas == 2 && st.AvailableReplicas == 2
+		})
+		if rev := d.Annotations["plimsoll.dev/revision"]; rev != "1" {
+			t.Errorf("%s: revision %s after the restore, want 1: the same revision", name, rev)
+		}
+		checkNoKubectlFields(t, s.ns, "deployments", name, d.ManagedFields)
+		if !hasEvent(t, s.ns, name, "TemplateRestored", "changed outside Git") {
+			t.Errorf("%s: no TemplateRestored event", name)
+		}
+		selector := fmt.Sprintf("app=%s", name)
+		waitFor(t, name+" pods all on Git's image", func(ctx context.Context) (bool, error) {
+			ready, unready := podsByReadiness(t, s.ns, selector)
+			return len(ready) == 2 && len(unready) == 0 && imagesOf(ready)[0] == goodImage && len(imagesOf(ready)) == 1, nil
+		})
+	}
+
+	t.Log("2. quiet: no write in a loop")
+	generations := map[string]int64{}
+	for _, name := range []string{"web", "api"} {
+		generations[name] = waitForDeployment(t, s.ns, name, "Healthy", func(d *appsv1.Deployment) bool {
+			return d.Annotations["plimsoll.dev/phase"] == "Healthy"
+		}).Generation
+	}
+	time.Sleep(5 * time.Second)
+	for name, g := range generations {
+		d, err := suite.client.AppsV1().Deployments(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != g {
+			t.Errorf("%s: generation %d, then %d: written again after the restore", name, g, d.Generation)
+		}
+	}
+}
