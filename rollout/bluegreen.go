@@ -176,7 +176,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			continue
 		}
 		stamp(want, state.annotations(status), strategies.Role(annotationsOf(live)[contract.AnnotationRole]))
-		if live != nil && holds(live, want) {
+		if live != nil && holds(live, want) && !c.restoring(live, want) {
 			continue
 		}
 		bg.w.intend(live, want)

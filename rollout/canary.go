@@ -110,7 +110,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 		}
 	}
 	stamp(stable, annotations, strategies.RoleStable)
-	if cy.stable == nil || !holds(cy.stable, stable) {
+	if cy.stable == nil || !holds(cy.stable, stable) || c.restoring(cy.stable, stable) {
 		cy.w.intend(cy.stable, stable)
 		changed = true
 	}
@@ -134,7 +134,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	}
 	if want != nil {
 		stamp(want, annotations, strategies.RoleCanary)
-		if cy.canary == nil || !holds(cy.canary, want) {
+		if cy.canary == nil || !holds(cy.canary, want) || c.restoring(cy.canary, want) {
 			cy.w.intend(cy.canary, want)
 			changed = true
 		}

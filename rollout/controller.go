@@ -152,9 +152,10 @@ type Controller struct {
 	// specs tells the generation of each Deployment's spec through the
 	// controller's own status writes (see specGenerations).
 	specs *specGenerations
-	// templates remembers which Deployments' templates hold Git's (see
-	// runsGit).
+	// templates remembers which Deployments' templates hold Git's, and
+	// hand which have one that kubectl changed (see runsGit).
 	templates *templateChecks
+	hand      *handEdits
 	// intents holds what Git asks of each workload, by key.
 	intents *intents
 	// measurer takes the analyses' measurements (Config.Measurer).
@@ -202,6 +203,7 @@ func New(cfg Config) *Controller {
 		labelled:  newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
 		specs:     newSpecGenerations(),
 		templates: newTemplateChecks(),
+		hand:      newHandEdits(),
 		intents:   newIntents(),
 		measurer:  cfg.Measurer,
 		notifier:  cfg.Notifier,
@@ -247,7 +249,7 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// namespace, watched whole and mapped to the Deployment they target.
 	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
-	setTrim(deployInformer.Informer(), rsInformer.Informer(), podInformer.Informer(), serviceInformer.Informer(),
+	setTrim(c.hand, deployInformer.Informer(), rsInformer.Informer(), podInformer.Informer(), serviceInformer.Informer(),
 		sliceInformer.Informer(), analysisInformer.Informer(), autoscalerInformer.Informer())
 	byWorkloadLabel := labelIndex(contract.LabelWorkload)
 	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel, byService: steeredIndex})

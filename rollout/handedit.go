@@ -21,17 +21,19 @@ import (
 const ReasonTemplateRestored = "TemplateRestored"
 
 // runsGit reports whether Deployment d runs Git's template as it was
-// written: stamped with desired, the hash of git's template, and still
-// holding every field git sets (see strategies.TemplateHolds). A template
-// changed by hand (`kubectl set image`, `kubectl set env`, `kubectl
-// edit`) keeps the stamp it was written with, so the hash alone reads as
-// Git's; this tells it apart, and the caller writes Git's template again,
-// as a sync restores any other object. Not restored:
+// written: stamped with desired, the hash of git's template, still holding
+// every field git sets (see strategies.TemplateHolds), and no field of it
+// owned by kubectl (see handEdits). A template changed by hand (`kubectl
+// set image`, `kubectl set env`, `kubectl set resources`, `kubectl edit`)
+// keeps the stamp it was written with, so the hash alone reads as Git's;
+// this tells it apart, and the caller writes Git's template again (see
+// restoring), as a sync restores any other object. Not restored:
 //   - a Deployment whose Git Deployment or live object carries
 //     plimsoll.dev/kubectl-edits: keep;
-//   - a template a write of Git's template left as it was (see
-//     templateChecks.wrote): another writer, a mutating webhook, puts its
-//     change back, and writing again would change nothing.
+//   - a generation that a write of Git's template made (see
+//     templateChecks.wrote), whatever it holds: when another writer (a
+//     mutating webhook) puts its change back, writing again would change
+//     nothing, and the controller does not fight it in a loop.
 func (c *Controller) runsGit(d, git *appsv1.Deployment, desired string) bool {
 	if !stampedWith(d, desired) {
 		return false
@@ -39,7 +41,15 @@ func (c *Controller) runsGit(d, git *appsv1.Deployment, desired string) bool {
 	if keepsKubectlEdits(git.Annotations) || keepsKubectlEdits(d.Annotations) {
 		return true
 	}
-	return c.templates.holds(d, &git.Spec.Template, desired)
+	return c.templates.runs(d, &git.Spec.Template, desired, c.hand.ownsTemplate(d))
+}
+
+// restoring reports whether want, a write of Deployment live, restores
+// Git's template over one changed by hand (runsGit said no for live, and
+// want carries Git's template): it is written even when live holds every
+// field of want, since what kubectl added is to go.
+func (c *Controller) restoring(live, want *appsv1.Deployment) bool {
+	return c.templates.restores(live, want) != nil
 }
 
 // stampedWith reports whether d's template reads as hash (see
@@ -53,66 +63,77 @@ func keepsKubectlEdits(annotations map[string]string) bool {
 	return annotations[contract.AnnotationKubectlEdits] == contract.KubectlEditsKept
 }
 
-// templateChecks remembers, for each Deployment, whether its template held
-// Git's at the generation it was compared at, so that a workload's
-// reconciles (one for each of its pods' changes) compare a template once
-// per change of its spec, not once each.
+// templateChecks remembers, for each Deployment, what runsGit found at the
+// generation it looked at, so that a workload's reconciles (one for each
+// of its pods' changes) compare a template once per change of its spec,
+// not once each.
 type templateChecks struct {
 	mu sync.Mutex
 	by map[string]templateCheck
 }
 
-// templateCheck is one comparison: the Deployment's uid and generation,
-// the hash of the Git template compared with, the template itself, and
-// the outcome.
+// templateCheck is what runsGit found of one Deployment at one generation,
+// against the Git template git whose hash is hash: whether the template
+// held git's fields, whether a restore is due, and whether the generation
+// came of a restore (settled: taken as Git's whatever it holds).
 type templateCheck struct {
 	uid        types.UID
 	generation int64
 	hash       string
 	git        *corev1.PodTemplateSpec
 	holds      bool
+	due        bool
+	settled    bool
 }
 
 func newTemplateChecks() *templateChecks {
 	return &templateChecks{by: map[string]templateCheck{}}
 }
 
-// holds reports whether d's template holds git, whose hash is hash,
-// comparing them only when d's generation or the hash changed since.
-func (t *templateChecks) holds(d *appsv1.Deployment, git *corev1.PodTemplateSpec, hash string) bool {
+// runs is runsGit past the stamp: whether d's template holds git (hash
+// hash), compared only when d's generation or the hash changed since, and
+// kubectl owns none of it (owned).
+func (t *templateChecks) runs(d *appsv1.Deployment, git *corev1.PodTemplateSpec, hash string, owned bool) bool {
 	key := d.Namespace + "/" + d.Name
 	t.mu.Lock()
 	e, ok := t.by[key]
 	t.mu.Unlock()
-	if ok && e.uid == d.UID && e.generation == d.Generation && e.hash == hash {
-		return e.holds
+	if !ok || e.uid != d.UID || e.generation != d.Generation || e.hash != hash {
+		e = templateCheck{uid: d.UID, generation: d.Generation, hash: hash, git: git,
+			holds: strategies.TemplateHolds(d.Spec.Template, *git)}
 	}
-	e = templateCheck{uid: d.UID, generation: d.Generation, hash: hash, git: git,
-		holds: strategies.TemplateHolds(d.Spec.Template, *git)}
+	e.due = !e.settled && (!e.holds || owned)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.by[key] = e
-	return e.holds
+	return !e.due
 }
 
-// wrote records a write of want that the API server returned as out,
-// presented to the planners as generation (see specGenerations.of), and
-// reports whether it was a restore: want carried Git's template over a
-// template that did not hold it. Then out's generation counts as holding
-// Git's template whatever it holds: restored, or put back as it was by
-// another writer (a mutating webhook), which the controller does not
-// fight in a loop. A later change of the spec (a new generation) is
-// compared again.
-func (t *templateChecks) wrote(want, out *appsv1.Deployment, generation int64) bool {
-	key := out.Namespace + "/" + out.Name
+// restores returns the check of live that makes want a restore (see
+// restoring), nil when want is none.
+func (t *templateChecks) restores(live, want *appsv1.Deployment) *templateCheck {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.by[key]
-	if !ok || e.uid != out.UID || e.holds || !strategies.TemplateHolds(want.Spec.Template, *e.git) {
+	e, ok := t.by[live.Namespace+"/"+live.Name]
+	t.mu.Unlock()
+	if !ok || !e.due || e.uid != live.UID || e.generation != live.Generation || !strategies.TemplateHolds(want.Spec.Template, *e.git) {
+		return nil
+	}
+	return &e
+}
+
+// wrote records a write of want over live that the API server returned as
+// out, presented to the planners as generation (see specGenerations.of),
+// and reports whether it was a restore. Then out's generation is settled.
+// A later change of the spec (a new generation) is looked at again.
+func (t *templateChecks) wrote(live, want, out *appsv1.Deployment, generation int64) bool {
+	e := t.restores(live, want)
+	if e == nil {
 		return false
 	}
-	e.generation, e.holds = generation, true
-	t.by[key] = e
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.by[out.Namespace+"/"+out.Name] = templateCheck{uid: out.UID, generation: generation, hash: e.hash, git: e.git,
+		holds: true, settled: true}
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -61,6 +62,38 @@ func TestTemplateChangedByHandIsRestored(t *testing.T) {
 				if after.Annotations[key] != before.Annotations[key] {
 					t.Errorf("%s is %q after the restore, want %q as before", key, after.Annotations[key], before.Annotations[key])
 				}
+			}
+		})
+	}
+}
+
+// TestTemplateAdditionByKubectlIsRestored: a resource limit put beside
+// Git's container, a key Git does not set, is taken back when kubectl put
+// it there (field manager kubectl-set, as `kubectl set resources` does),
+// and kept when another tool did: such a field is that tool's, as
+// server-side apply has it.
+func TestTemplateAdditionByKubectlIsRestored(t *testing.T) {
+	for _, tc := range []struct {
+		manager string
+		kept    bool
+	}{
+		{"kubectl-set", false},
+		{"ops-tool", true},
+	} {
+		t.Run(tc.manager, func(t *testing.T) {
+			k := newCluster(t, "api")
+			k.handOver("c0ffee1", gitDeployment("v1", canaryAnnotations))
+			k.untilQuiet()
+			d := k.deployment("api")
+			d.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			d.Generation++
+			if _, err := k.client.AppsV1().Deployments("shop").Update(k.ctx, d, metav1.UpdateOptions{FieldManager: tc.manager}); err != nil {
+				t.Fatal(err)
+			}
+			k.untilQuiet()
+			limits := k.deployment("api").Spec.Template.Spec.Containers[0].Resources.Limits
+			if kept := len(limits) > 0; kept != tc.kept {
+				t.Errorf("limits %v after the %s change; want them kept: %v", limits, tc.manager, tc.kept)
 			}
 		})
 	}

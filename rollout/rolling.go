@@ -140,7 +140,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	}
 	// A one-shot sync writes only what Git's intent needs: the status of
 	// a revision it did not start is the daemon's to follow.
-	if live == nil || !applied(live, obj, !c.once.Load()) {
+	if live == nil || restore || !applied(live, obj, !c.once.Load()) {
 		if restore {
 			rv, err := c.takeOverHandEdits(ctx, live)
 			if err != nil {
@@ -161,7 +161,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return fmt.Errorf("apply: %w", err)
 		}
 		c.written.wrote(out)
-		if c.templates.wrote(obj, out, c.specs.of(out).Generation) {
+		if c.templates.wrote(live, obj, out, c.specs.of(out).Generation) {
 			c.restored(out)
 		}
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,

@@ -2,10 +2,15 @@ package rollout
 
 import (
 	"fmt"
+	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/internal/takeover"
 )
 
 // trim is the transform of every informer of the rollout controller: what
@@ -15,7 +20,8 @@ import (
 // metadata (name, labels, annotations, creation and deletion) and its
 // Ready condition: its spec and the rest of its status go. Every object
 // loses metadata.managedFields, a record per field manager that can be as
-// large as the object. A Deployment is written back from its cached copy
+// large as the object (what a Deployment's tell of kubectl is noted first,
+// see handEdits). A Deployment is written back from its cached copy
 // (Update), and an Update without managedFields leaves the server's as
 // they are.
 //
@@ -51,12 +57,66 @@ func readyOnly(conditions []corev1.PodCondition) []corev1.PodCondition {
 	return nil
 }
 
-// setTrim installs trim on informers not yet started; it fails only on a
-// started one, a defect.
-func setTrim(informers ...cache.SharedIndexInformer) {
+// setTrim installs trim on informers not yet started, noting in hand
+// what the Deployments' managed fields tell before trim drops them; it
+// fails only on a started informer, a defect.
+func setTrim(hand *handEdits, informers ...cache.SharedIndexInformer) {
+	transform := func(obj any) (any, error) {
+		hand.note(obj)
+		return trim(obj)
+	}
 	for _, informer := range informers {
-		if err := informer.SetTransform(trim); err != nil {
+		if err := informer.SetTransform(transform); err != nil {
 			panic(fmt.Sprintf("set the rollout controller's cache transform: %v", err))
 		}
 	}
+}
+
+// handEdits is what the caches keep of the Deployments' managed fields:
+// which Deployments have a pod template that kubectl changed, by
+// namespace/name, with the uid and resourceVersion that say so. It holds
+// an entry only while kubectl owns a field of the template, which is rare
+// and short (see runsGit), so a Deployment deleted meanwhile leaves one
+// small entry behind at most.
+type handEdits struct {
+	mu sync.Mutex
+	by map[string]handEdit
+}
+
+type handEdit struct {
+	uid             types.UID
+	resourceVersion string
+}
+
+func newHandEdits() *handEdits {
+	return &handEdits{by: map[string]handEdit{}}
+}
+
+// note records whether kubectl owns a field of the pod template of obj, a
+// Deployment as the API server sent it. An object without managed fields
+// was trimmed already (the informers transform again what they hold): it
+// tells nothing new.
+func (h *handEdits) note(obj any) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok || len(d.ManagedFields) == 0 {
+		return
+	}
+	owned := takeover.ByHandUnder(d.ManagedFields, "spec", "template")
+	key := d.Namespace + "/" + d.Name
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if owned {
+		h.by[key] = handEdit{uid: d.UID, resourceVersion: d.ResourceVersion}
+	} else {
+		delete(h.by, key)
+	}
+}
+
+// ownsTemplate reports whether kubectl owns a field of d's pod template,
+// as far as the version of d the informer noted tells.
+func (h *handEdits) ownsTemplate(d *appsv1.Deployment) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.by[d.Namespace+"/"+d.Name]
+	return ok && e.uid == d.UID && e.resourceVersion == d.ResourceVersion
 }

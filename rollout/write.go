@@ -98,8 +98,8 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 }
 
 // writeDeployment creates want when live is nil, else updates live to want
-// unless live holds it already (see holds): an unchanged Deployment is not
-// written. What the API server returns is remembered until the cache has
+// unless live holds it already (see holds) and want restores no template
+// changed by hand (see restoring): an unchanged Deployment is not written. What the API server returns is remembered until the cache has
 // it (see recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
@@ -110,7 +110,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 		c.written.wrote(created)
 		return nil
 	}
-	if holds(live, want) {
+	if holds(live, want) && !c.restoring(live, want) {
 		return nil
 	}
 	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -119,7 +119,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	}
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
-	if c.templates.wrote(want, updated, c.specs.of(updated).Generation) {
+	if c.templates.wrote(live, want, updated, c.specs.of(updated).Generation) {
 		c.restored(updated)
 	}
 	return nil

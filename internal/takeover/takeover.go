@@ -33,6 +33,29 @@ func ByHand(e metav1.ManagedFieldsEntry) bool {
 	return e.Subresource == "" && strings.HasPrefix(e.Manager, handManagerPrefix) && e.Manager != restartManager
 }
 
+// ByHandUnder reports whether a kubectl entry of entries (see ByHand)
+// owns a field under the path of field names given: ByHandUnder(entries,
+// "spec", "template") tells a Deployment whose pod template was changed
+// with kubectl. An entry that does not decode counts as owning nothing.
+func ByHandUnder(entries []metav1.ManagedFieldsEntry, path ...string) bool {
+	for _, e := range entries {
+		if !ByHand(e) {
+			continue
+		}
+		set, err := fieldSet(e.FieldsV1)
+		if err != nil {
+			continue
+		}
+		for _, name := range path {
+			set = set.WithPrefix(fieldpath.PathElement{FieldName: &name})
+		}
+		if !set.Empty() {
+			return true
+		}
+	}
+	return false
+}
+
 // Patch returns a merge patch that gives manager, as an apply, every field
 // that kubectl owns on live, or nil when kubectl owns none it can take.
 // Once manager owns them, its next apply removes those it does not set, as

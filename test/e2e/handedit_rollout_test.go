@@ -51,8 +51,9 @@ spec:
 // controller puts back a pod template changed with kubectl on the
 // Deployment that runs Git's revision, on a rolling workload (web) and on
 // a canary's stable Deployment (api):
-//   - `kubectl set image` and `kubectl set env` are undone: Git's image,
-//     no env var, kubectl owning no field, the pods back on Git's image;
+//   - `kubectl set image`, `kubectl set env` and `kubectl set resources`
+//     (a limit beside Git's fields) are undone: Git's image, no env var,
+//     no limit, kubectl owning no field, the pods back on Git's image;
 //   - it is the same revision (plimsoll.dev/revision stays 1), with a
 //     TemplateRestored event on the Deployment;
 //   - then nothing is written in a loop: the generation stays.
@@ -68,16 +69,17 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 	waitForPhase(t, s.ns, "web", "Healthy")
 	waitForPhase(t, s.ns, "api", "Healthy")
 
-	t.Log("1. kubectl set image and set env on web, set image on api")
+	t.Log("1. kubectl set image and set env on web, set image and set resources on api")
 	kubectl(t, "set", "image", "deployment/web", "web="+hotfixImage, "-n", s.ns)
 	kubectl(t, "set", "env", "deployment/web", "DEBUG=1", "-n", s.ns)
+	kubectl(t, "set", "resources", "deployment/api", "--limits=cpu=500m", "-n", s.ns)
 	kubectl(t, "set", "image", "deployment/api", "api="+hotfixImage, "-n", s.ns)
 
 	for _, name := range []string{"web", "api"} {
 		d := waitForDeployment(t, s.ns, name, "Git's template back and rolled out", func(d *appsv1.Deployment) bool {
 			c := d.Spec.Template.Spec.Containers[0]
 			st := d.Status
-			return c.Image == goodImage && len(c.Env) == 0 && st.ObservedGeneration >= d.Generation &&
+			return c.Image == goodImage && len(c.Env) == 0 && len(c.Resources.Limits) == 0 && st.ObservedGeneration >= d.Generation &&
 				st.UpdatedReplicas == 2 && st.Replicas == 2 && st.AvailableReplicas == 2
 		})
 		if rev := d.Annotations["plimsoll.dev/revision"]; rev != "1" {

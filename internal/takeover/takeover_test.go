@@ -1,0 +1,40 @@
+package takeover
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+		APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+}
+
+func TestByHandUnder(t *testing.T) {
+	const (
+		limits  = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:resources":{"f:limits":{".":{},"f:cpu":{}}}}}}}}}`
+		label   = `{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`
+		minimum = `{"f:spec":{"f:minReadySeconds":{}}}`
+		restart = `{"f:spec":{"f:template":{"f:metadata":{"f:annotations":{"f:kubectl.kubernetes.io/restartedAt":{}}}}}}`
+	)
+	for _, tc := range []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"kubectl set resources", []metav1.ManagedFieldsEntry{entry("plimsoll", "", `{"f:spec":{}}`), entry("kubectl-set", "", limits)}, true},
+		{"kubectl label on the Deployment", []metav1.ManagedFieldsEntry{entry("kubectl-label", "", label)}, false},
+		{"kubectl edit of another spec field", []metav1.ManagedFieldsEntry{entry("kubectl-edit", "", minimum)}, false},
+		{"another tool's template field", []metav1.ManagedFieldsEntry{entry("ops-tool", "", limits)}, false},
+		{"kubectl rollout restart", []metav1.ManagedFieldsEntry{entry("kubectl-rollout", "", restart)}, false},
+		{"kubectl scale", []metav1.ManagedFieldsEntry{entry("kubectl", "scale", `{"f:spec":{"f:replicas":{}}}`)}, false},
+		{"no entries", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ByHandUnder(tc.entries, "spec", "template"); got != tc.want {
+				t.Errorf("ByHandUnder = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
