@@ -171,7 +171,8 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 	}
 	newRevision := hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template)
 	byHand := stampedWith(live, hash) && !keepsKubectlEdits(git.Annotations) && !keepsKubectlEdits(live.Annotations) &&
-		(!strategies.TemplateHolds(live.Spec.Template, git.Spec.Template) || takeover.ByHandUnder(live.ManagedFields, "spec", "template"))
+		(!strategies.TemplateHolds(live.Spec.Template, git.Spec.Template) ||
+			live.Spec.Template.Annotations[contract.AnnotationTemplateHash] != "" && takeover.ByHandUnder(live.ManagedFields, "spec", "template"))
 	if newRevision || byHand {
 		// Git's template as the rollout leaves it: rolled out, the canary
 		// promoted, or the color that took it swapped in; or, over one

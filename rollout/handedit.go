@@ -41,7 +41,11 @@ func (c *Controller) runsGit(d, git *appsv1.Deployment, desired string) bool {
 	if keepsKubectlEdits(git.Annotations) || keepsKubectlEdits(d.Annotations) {
 		return true
 	}
-	return c.templates.runs(d, &git.Spec.Template, desired, c.hand.ownsTemplate(d))
+	// An adopted template, not stamped, runs as kubectl created it, and
+	// kubectl owns it whole: its fields hold Git's (the hash says so), and
+	// writing it again would stamp it and replace every pod (see adopt).
+	owned := d.Spec.Template.Annotations[contract.AnnotationTemplateHash] != "" && c.hand.ownsTemplate(d)
+	return c.templates.runs(d, &git.Spec.Template, desired, owned)
 }
 
 // restoring reports whether want, a write of Deployment live, restores
@@ -144,18 +148,27 @@ func (t *templateChecks) forget(ns, name string) {
 	delete(t.by, ns+"/"+name)
 }
 
-// restored logs and reports that the controller wrote Git's template
-// over d's, changed by hand.
-func (c *Controller) restored(d *appsv1.Deployment) {
-	c.log.Info("restored the pod template changed by hand", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "deployment", d.Name)
-	c.eventFor(d, corev1.EventTypeWarning, ReasonTemplateRestored,
+// wroteTemplate records a write of want over live that the API server
+// returned as out (see templateChecks.wrote). A restore that changed the
+// template is logged and reported with a TemplateRestored event on out;
+// one that only took kubectl's fields over (their values were Git's
+// already, as on a Deployment kubectl created and Git adopted) is not.
+func (c *Controller) wroteTemplate(live, want, out *appsv1.Deployment) {
+	if !c.templates.wrote(live, want, out, c.specs.of(out).Generation) ||
+		strategies.TemplateHash(live.Spec.Template) == strategies.TemplateHash(want.Spec.Template) {
+		return
+	}
+	c.log.Info("restored the pod template changed by hand", "workload", out.Namespace+"/"+out.Labels[contract.LabelWorkload], "deployment", out.Name)
+	c.eventFor(out, corev1.EventTypeWarning, ReasonTemplateRestored,
 		"the pod template was changed outside Git: Git's template is written again")
 }
 
 // takeOverHandEdits gives the controller's apply the fields kubectl owns
-// on rolling Deployment d (see takeover.Patch), so that its next apply,
-// of Git's template, removes what kubectl added (an env var of `kubectl
-// set env`) instead of keeping it beside Git's. The caches hold no
+// on Deployment d (see takeover.Patch) before a restore: so that a rolling
+// Deployment's apply of Git's template removes what kubectl added (an env
+// var of `kubectl set env`) instead of keeping it beside Git's, and so
+// that kubectl owns nothing of the template once it is Git's again, which
+// an update does not see to when a value stays as it is. The caches hold no
 // managed fields (see trim), so it reads d from the API server: one read,
 // made only for a template changed by hand. It returns d's resourceVersion
 // after the patch, "" when it patched nothing: when d has changed since

@@ -161,9 +161,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return fmt.Errorf("apply: %w", err)
 		}
 		c.written.wrote(out)
-		if c.templates.wrote(live, obj, out, c.specs.of(out).Generation) {
-			c.restored(out)
-		}
+		c.wroteTemplate(live, obj, out)
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
 			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {

@@ -110,8 +110,21 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 		c.written.wrote(created)
 		return nil
 	}
-	if holds(live, want) && !c.restoring(live, want) {
+	restore := c.restoring(live, want)
+	if holds(live, want) && !restore {
 		return nil
+	}
+	if restore {
+		// kubectl's fields become the controller's first: an update that
+		// leaves a field's value as it is leaves its owner too.
+		rv, err := c.takeOverHandEdits(ctx, live)
+		if err != nil {
+			return err
+		}
+		if rv != "" {
+			want = want.DeepCopy()
+			want.ResourceVersion = rv
+		}
 	}
 	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
@@ -119,9 +132,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	}
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
-	if c.templates.wrote(live, want, updated, c.specs.of(updated).Generation) {
-		c.restored(updated)
-	}
+	c.wroteTemplate(live, want, updated)
 	return nil
 }
 
