@@ -114,8 +114,11 @@ func (t *templateChecks) runs(d *appsv1.Deployment, git *corev1.PodTemplateSpec,
 }
 
 // restores returns the check of live that makes want a restore (see
-// restoring), nil when want is none.
+// restoring), nil when want is none or creates the Deployment (live nil).
 func (t *templateChecks) restores(live, want *appsv1.Deployment) *templateCheck {
+	if live == nil {
+		return nil // a creation
+	}
 	t.mu.Lock()
 	e, ok := t.by[live.Namespace+"/"+live.Name]
 	t.mu.Unlock()
