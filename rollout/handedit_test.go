@@ -168,3 +168,12 @@ func editByHand(t *testing.T, k *cluster, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTemplateWriteOfACreation: the write that creates a Deployment (no
+// live object) is no restore, and is recorded without reading one.
+func TestTemplateWriteOfACreation(t *testing.T) {
+	want := gitDeployment("v1", nil)
+	if newTemplateChecks().wrote(nil, want, want, 1) {
+		t.Error("a creation counted as a restore")
+	}
+}
