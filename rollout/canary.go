@@ -98,15 +98,14 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 
 	var stable *appsv1.Deployment
 	if cy.stable == nil {
-		stable = derived(git, git.Name, nil, git.Spec.Template, state.Replicas)
-		stable.Spec.Template = servingTemplate(git)
+		stable = derived(git, git.Name, nil, servingTemplate(git), state.Replicas)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	} else {
 		stable = refresh(cy.stable, git)
 		if stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired) {
 			// Git's revision serves, its template changed by hand: Git's
 			// goes out again, as the promotion wrote it.
-			stable.Spec.Template = servingTemplate(git)
+			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
 		}
 	}
 	stamp(stable, annotations, strategies.RoleStable)

@@ -170,9 +170,9 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		want.Spec.Replicas = git.Spec.Replicas
 	}
 	newRevision := hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template)
-	byHand := stampedWith(live, hash) && !keepsKubectlEdits(git.Annotations) && !keepsKubectlEdits(live.Annotations) &&
+	byHand := stampedWith(live, hash) && !keepsHandEdits(git, live) &&
 		(!strategies.TemplateHolds(live.Spec.Template, git.Spec.Template) ||
-			live.Spec.Template.Annotations[contract.AnnotationTemplateHash] != "" && takeover.ByHandUnder(live.ManagedFields, "spec", "template"))
+			handOwned(live, takeover.ByHandUnder(live.ManagedFields, "spec", "template")))
 	if newRevision || byHand {
 		// Git's template as the rollout leaves it: rolled out, the canary
 		// promoted, or the color that took it swapped in; or, over one

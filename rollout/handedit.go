@@ -38,14 +38,25 @@ func (c *Controller) runsGit(d, git *appsv1.Deployment, desired string) bool {
 	if !stampedWith(d, desired) {
 		return false
 	}
-	if keepsKubectlEdits(git.Annotations) || keepsKubectlEdits(d.Annotations) {
+	if keepsHandEdits(git, d) {
 		return true
 	}
-	// An adopted template, not stamped, runs as kubectl created it, and
-	// kubectl owns it whole: its fields hold Git's (the hash says so), and
-	// writing it again would stamp it and replace every pod (see adopt).
-	owned := d.Spec.Template.Annotations[contract.AnnotationTemplateHash] != "" && c.hand.ownsTemplate(d)
-	return c.templates.runs(d, &git.Spec.Template, desired, owned)
+	return c.templates.runs(d, &git.Spec.Template, desired, handOwned(d, c.hand.ownsTemplate(d)))
+}
+
+// keepsHandEdits reports whether Git Deployment git or live Deployment d
+// carries plimsoll.dev/kubectl-edits: keep.
+func keepsHandEdits(git, d *appsv1.Deployment) bool {
+	return keepsKubectlEdits(git.Annotations) || keepsKubectlEdits(d.Annotations)
+}
+
+// handOwned is whether kubectl's owning fields of d's template (owned)
+// counts as a change by hand. An adopted template, not stamped, runs as
+// kubectl created it, and kubectl owns it whole: its fields hold Git's
+// (the hash says so), and writing it again would stamp it and replace
+// every pod (see adopt).
+func handOwned(d *appsv1.Deployment, owned bool) bool {
+	return owned && d.Spec.Template.Annotations[contract.AnnotationTemplateHash] != ""
 }
 
 // restoring reports whether want, a write of Deployment live, restores
@@ -166,39 +177,46 @@ func (c *Controller) wroteTemplate(live, want, out *appsv1.Deployment) {
 		"the pod template was changed outside Git: Git's template is written again")
 }
 
-// takeOverHandEdits gives the controller's apply the fields kubectl owns
-// on Deployment d (see takeover.Patch) before a restore: so that a rolling
-// Deployment's apply of Git's template removes what kubectl added (an env
-// var of `kubectl set env`) instead of keeping it beside Git's, and so
-// that kubectl owns nothing of the template once it is Git's again, which
-// an update does not see to when a value stays as it is. The caches hold no
-// managed fields (see trim), so it reads d from the API server: one read,
-// made only for a template changed by hand. It returns d's resourceVersion
-// after the patch, "" when it patched nothing: when d has changed since
-// the cache's copy (the patch would then move fields the plan did not
-// see), when a command waits on d (set with kubectl annotate, the apply
-// would remove it before it is acted on), or on a conflict. The apply
-// still puts back what Git sets, and the next reconcile takes the fields.
-func (c *Controller) takeOverHandEdits(ctx context.Context, d *appsv1.Deployment) (string, error) {
-	fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+// takeOverHandEdits gives the controller the fields kubectl owns on
+// Deployment live (see takeover.Patch) before want, a restore, is written
+// over it: so that a rolling Deployment's apply of Git's template removes
+// what kubectl added (an env var of `kubectl set env`) instead of keeping
+// it beside Git's, and so that kubectl owns nothing of the template once
+// it is Git's again, which an update does not see to when a value stays
+// as it is. The caches hold no managed fields (see trim), so it reads live
+// from the API server: one read, made only for a restore. It returns want,
+// or a copy on the resourceVersion the patch left when want carries one
+// (an update; an autoscaled rolling apply, whose count is still the one
+// planned with). Nothing is patched when live has changed since the
+// cache's copy (the patch would move fields the plan did not see), when a
+// command waits on it (set with kubectl annotate, the write would remove
+// it before it is acted on), or on a conflict: the write still puts back
+// what Git sets, and the next reconcile takes the fields.
+func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+	fresh, err := c.client.AppsV1().Deployments(live.Namespace).Get(ctx, live.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return want, nil
 	case err != nil:
-		return "", fmt.Errorf("read Deployment %s to take over kubectl's fields: %w", d.Name, err)
-	case fresh.ResourceVersion != d.ResourceVersion, fresh.Annotations[contract.AnnotationCommand] != "":
-		return "", nil
+		return nil, fmt.Errorf("read Deployment %s to take over kubectl's fields: %w", live.Name, err)
+	case fresh.ResourceVersion != live.ResourceVersion, fresh.Annotations[contract.AnnotationCommand] != "":
+		return want, nil
 	}
 	patch, err := takeover.Patch(fresh, FieldManager)
 	if err != nil || patch == nil {
-		return "", err
+		return want, err
 	}
-	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	out, err := c.client.AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return "", nil
+		return want, nil
 	case err != nil:
-		return "", fmt.Errorf("take over the fields kubectl set on Deployment %s: %w", d.Name, err)
+		return nil, fmt.Errorf("take over the fields kubectl set on Deployment %s: %w", live.Name, err)
 	}
-	return out.ResourceVersion, nil
+	if want.ResourceVersion == "" {
+		return want, nil
+	}
+	want = want.DeepCopy()
+	want.ResourceVersion = out.ResourceVersion
+	return want, nil
 }

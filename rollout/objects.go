@@ -63,14 +63,14 @@ func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 	return d
 }
 
-// servingTemplate is the template of canary workload git's stable
-// Deployment when it runs Git's revision: Git's, labelled serving, with
-// the workload label and the stamp, as creating the Deployment and
-// promoting a canary write it.
+// servingTemplate is Git's template labelled serving: what canary
+// workload git's stable Deployment runs of Git's revision, once labelled
+// with the workload and stamped (see workloadTemplate), as creating the
+// Deployment and promoting a canary write it.
 func servingTemplate(git *appsv1.Deployment) corev1.PodTemplateSpec {
 	t := *git.Spec.Template.DeepCopy()
 	setLabel(&t.ObjectMeta, contract.LabelServing, "true")
-	return workloadTemplate(t, git.Name)
+	return t
 }
 
 // specReplicas is d's spec.replicas (Git's, or a live Deployment's), 1

@@ -142,12 +142,9 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	// a revision it did not start is the daemon's to follow.
 	if live == nil || restore || !applied(live, obj, !c.once.Load()) {
 		if restore {
-			rv, err := c.takeOverHandEdits(ctx, live)
-			if err != nil {
+			var err error
+			if obj, err = c.takeOverHandEdits(ctx, live, obj); err != nil {
 				return err
-			}
-			if rv != "" && obj.ResourceVersion != "" {
-				obj.ResourceVersion = rv // the count is still the one planned with
 			}
 		}
 		body, err := json.Marshal(obj)

@@ -99,8 +99,9 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 
 // writeDeployment creates want when live is nil, else updates live to want
 // unless live holds it already (see holds) and want restores no template
-// changed by hand (see restoring): an unchanged Deployment is not written. What the API server returns is remembered until the cache has
-// it (see recentWrites).
+// changed by hand (see restoring): an unchanged Deployment is not written.
+// What the API server returns is remembered until the cache has it (see
+// recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
 		created, err := c.client.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
@@ -115,15 +116,9 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 		return nil
 	}
 	if restore {
-		// kubectl's fields become the controller's first: an update that
-		// leaves a field's value as it is leaves its owner too.
-		rv, err := c.takeOverHandEdits(ctx, live)
-		if err != nil {
+		var err error
+		if want, err = c.takeOverHandEdits(ctx, live, want); err != nil {
 			return err
-		}
-		if rv != "" {
-			want = want.DeepCopy()
-			want.ResourceVersion = rv
 		}
 	}
 	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
