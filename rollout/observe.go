@@ -221,6 +221,6 @@ func podStates(pods []*corev1.Pod, keep func(p *corev1.Pod) bool) []strategies.P
 func podState(p *corev1.Pod) strategies.Pod {
 	ready, since := strategies.PodReadiness(p)
 	serving := p.Labels[contract.LabelServing] == "true"
-	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving,
+	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving, Hash: p.Annotations[contract.AnnotationTemplateHash],
 		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
 }

@@ -56,6 +56,10 @@ type Pod struct {
 	// it no longer counts, is not labelled again, and another pod takes
 	// its place.
 	Unlabelled bool
+	// Hash is the hash of the template the pod was made from (the stamp
+	// its template carried, see Stamp); "" for a pod of an unstamped
+	// template.
+	Hash string
 }
 
 // Role is what a Deployment is to its workload, recorded in
@@ -166,6 +170,7 @@ func failedNow(d *appsv1.Deployment, pods []Pod, hash string, recorded Status, n
 	if d == nil || hashOf(d) != hash {
 		return false
 	}
+	pods = ofTemplate(pods, hash)
 	if recorded.Phase == PhaseDegraded {
 		at, ok := stallFor(d, pods, recorded)
 		return ok && !now.Before(at)
@@ -254,10 +259,29 @@ func untilStalled(d *appsv1.Deployment, pods []Pod, hash string, recorded Status
 	if d == nil || hashOf(d) != hash {
 		return 0
 	}
+	pods = ofTemplate(pods, hash)
 	if at, ok := stallFor(d, pods, recorded); ok && at.After(now) {
 		return at.Sub(now)
 	}
 	return 0
+}
+
+// ofTemplate returns the pods of pods made from the template of hash, and
+// those whose template is unknown (Hash ""): a revision's deadline is its
+// own. The pods of the revision before it may still run beside its own (a
+// failure held with auto-rollback off keeps them), and have not been
+// Ready for longer than any deadline: counted, they failed a fix 2 ms
+// after it went out. With revision 2 failed on green and held, and
+// revision 3 written to green, green's pods of revision 2 do not count
+// against revision 3.
+func ofTemplate(pods []Pod, hash string) []Pod {
+	var out []Pod
+	for _, p := range pods {
+		if p.Hash == "" || p.Hash == hash {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // sooner is the shorter of two requeue delays, where zero means none.

@@ -110,3 +110,34 @@ func TestFailedNowAfterRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedNowCountsTheRevisionsOwnPods: the pods of a revision held
+// failed (auto-rollback off) still run beside those of the fix written over
+// it, not Ready for long past the deadline. They do not fail the fix; a
+// pod of the fix's own template that stalls does.
+func TestFailedNowCountsTheRevisionsOwnPods(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 5, 0, 0, time.UTC)
+	d := deployment(Stamp(v4), withGeneration(3, 2))
+	progressing := Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, Commit: commitV4}
+	held := Pod{Name: "web-green-old-a", NotReadySince: now.Add(-time.Hour), Hash: "0ld0ld0ld0"}
+	for _, tt := range []struct {
+		name   string
+		pods   []Pod
+		failed bool
+		until  time.Duration
+	}{
+		{"only the failed revision's pods stall", []Pod{held}, false, 0},
+		{"the fix's pod is starting", []Pod{held, {Name: "web-green-new-a", NotReadySince: now.Add(-4 * time.Second), Hash: h4}}, false, 6 * time.Second},
+		{"the fix's own pod stalls", []Pod{held, {Name: "web-green-new-a", NotReadySince: now.Add(-10 * time.Second), Hash: h4}}, true, 0},
+		{"a pod of an unknown template counts", []Pod{{Name: "web-green-x", NotReadySince: now.Add(-time.Hour)}}, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := failedNow(d, tt.pods, h4, progressing, now); got != tt.failed {
+				t.Errorf("failedNow = %v, want %v", got, tt.failed)
+			}
+			if got := untilStalled(d, tt.pods, h4, progressing, now); got != tt.until {
+				t.Errorf("untilStalled = %v, want %v", got, tt.until)
+			}
+		})
+	}
+}
