@@ -1,6 +1,10 @@
 package strategies
 
-import "plimsoll.dev/plimsoll/contract"
+import (
+	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+)
 
 // ActionKind is what one action of a plan does.
 type ActionKind int
@@ -60,6 +64,15 @@ type Action struct {
 	// Service, Key and Value are the selector entry of an ActionSelect.
 	Service    ServiceRole
 	Key, Value string
+	// Drop are the selector keys an ActionSelect removes in the same
+	// write: those of the strategy the workload no longer uses, so that
+	// no moment has both (a selector of color and serving selects no pod).
+	Drop []string
+	// Keep is the fewest ready endpoints the Service of an ActionSelect
+	// must have under its new selector (see GuardSelector): the
+	// workload's count for the Service that carries its traffic, 0 for a
+	// preview.
+	Keep int32
 }
 
 // sequenceCanary lists the actions of a canary plan. While the rollout
@@ -68,7 +81,7 @@ type Action struct {
 // more canary pod serves before stable goes from 3 to 2. When the canary
 // goes away (an abort, a failure, a finished promotion: the canary to
 // zero) its pods are unlabelled first, so they stop serving at once.
-func sequenceCanary(plan CanaryPlan, o CanaryObserved) []Action {
+func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 	var actions []Action
 	pods := func(kind ActionKind, names []string) {
 		for _, name := range names {
@@ -85,7 +98,8 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved) []Action {
 		pods(ActionUnlabel, plan.Unlabel)
 	}
 	if plan.SelectServing {
-		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceCanary, Key: contract.LabelServing, Value: "true"})
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceCanary, Key: contract.LabelServing, Value: "true",
+			Drop: []string{contract.LabelColor}, Keep: n})
 	}
 	actions = append(actions, Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
 		Replicas: plan.StableReplicas, Template: plan.Stable, ClearCommand: true})
@@ -101,16 +115,18 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved) []Action {
 // sequenceBlueGreen lists the actions of a blue-green plan: the colors'
 // Deployments first (scale-ups and status), then the Services (the swap),
 // then what lost traffic. A color is not scaled down while the active
-// Service still holds ready endpoints of its pods: the color the swap
-// takes traffic from waits for the next plan, and one whose endpoints
-// have not left yet waits a second (pending reports such a wait). Before
-// the first swap the active Service selects no color and serves every
-// color's pods, so scaling one down is the plan's intent, not a race.
+// Service needs its pods to keep total ready endpoints: the color the
+// swap takes traffic from waits for the next plan, and one whose
+// endpoints have not left yet waits a second (pending reports such a
+// wait); a color with more pods than its count (scaled by hand) goes back
+// to it at once, since the endpoints keep total. Before the first swap
+// the active Service selects no color and serves every color's pods, so
+// scaling one down is the plan's intent, not a race.
 //
 // A command that swaps (promote, abort) stays on the primary until the
 // swap is made, so that a swap that fails is tried again with it; a
 // pending promote stays until it acts.
-func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Action, pending bool) {
+func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved, total int32) (actions []Action, pending bool) {
 	served := func(name string) bool {
 		if o.Active == "" {
 			return false
@@ -121,6 +137,15 @@ func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Actio
 			}
 		}
 		return false
+	}
+	// keeps reports whether live may go from its count down to n with the
+	// active Service keeping n ready endpoints at the least, were every
+	// pod that goes one of them: the active color scaled by hand from 2 to
+	// 5 goes back to Git's 2 (5 endpoints, 3 pods go, 2 stay), while the
+	// color the swap took traffic from waits as long as the endpoints hold
+	// only its pods (4 endpoints, 4 pods go, 0 stay).
+	keeps := func(live *appsv1.Deployment, to int32) bool {
+		return int32(len(o.ActiveEndpoints))-(liveReplicas(live)-to) >= total
 	}
 	swaps := plan.Active != "" && plan.Active != o.Active
 	clearNow := !plan.Pending && !swaps
@@ -134,7 +159,7 @@ func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Actio
 			switch {
 			case n < liveReplicas(live) && color == o.Active && swaps:
 				pending = true // after the swap, in the next plan
-			case n >= liveReplicas(live) || !served(live.Name):
+			case n >= liveReplicas(live) || !served(live.Name) || keeps(live, n):
 				write.Replicas = &n
 			default:
 				pending = true
@@ -143,10 +168,12 @@ func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved) (actions []Actio
 		actions = append(actions, write)
 	}
 	if plan.Active != "" {
-		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceActive, Key: contract.LabelColor, Value: string(plan.Active)})
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceActive, Key: contract.LabelColor, Value: string(plan.Active),
+			Drop: []string{contract.LabelServing}, Keep: total})
 	}
 	if plan.Preview != "" {
-		actions = append(actions, Action{Kind: ActionSelect, Service: ServicePreview, Key: contract.LabelColor, Value: string(plan.Preview)})
+		actions = append(actions, Action{Kind: ActionSelect, Service: ServicePreview, Key: contract.LabelColor, Value: string(plan.Preview),
+			Drop: []string{contract.LabelServing}})
 	}
 	if swaps && !plan.Pending {
 		actions = append(actions, Action{Kind: ActionClearCommand})

@@ -141,7 +141,7 @@ func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Deployment(target), o.Pods[target], desired.Hash, recorded, o.Now))
 	}
 	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
-	actions, waiting := sequenceBlueGreen(plan, o)
+	actions, waiting := sequenceBlueGreen(plan, o, replicasOf(desired.Desired))
 	plan.Actions = actions
 	if waiting {
 		plan.RequeueAfter = sooner(plan.RequeueAfter, waitForEndpoints)
@@ -329,6 +329,11 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 			plan.LegacyReplicas = new(int32)
 		}
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s serves from %s; scaling %s down", revision, active, oldName(old, o))
+	case o.Deployment(active) != nil && liveReplicas(o.Deployment(active)) != n:
+		// Scaled outside Git (kubectl scale): Git's count goes back.
+		plan.ScaleDownAt = time.Time{}
+		status.Phase = PhaseProgressing
+		status.Message = fmt.Sprintf("%s on %s: scaling from %d back to %d replicas", revision, active, liveReplicas(o.Deployment(active)), n)
 	case !fullyAvailable(o.Deployment(active), n):
 		plan.ScaleDownAt = time.Time{}
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))

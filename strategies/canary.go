@@ -32,8 +32,9 @@ type CanaryObserved struct {
 	Stable, Canary *appsv1.Deployment
 	// Pods are the pods of the canary Deployment.
 	Pods []Pod
-	// StablePods are the pods of the stable Deployment; only an
-	// autoscaled plan reads them.
+	// StablePods are the pods of the stable Deployment: an autoscaled
+	// plan balances their serving labels, and a revision that runs on the
+	// stable alone is judged on them.
 	StablePods []Pod
 	// ServiceSelectsServing is true when the Service's selector has
 	// plimsoll.dev/serving="true".
@@ -155,7 +156,7 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Canary, o.Pods, desired.Hash, recorded, o.Now))
 	}
 	keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
-	plan.Actions = sequenceCanary(plan, o)
+	plan.Actions = sequenceCanary(plan, o, replicasOf(desired.Desired))
 	return plan
 }
 
@@ -226,7 +227,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		status.Phase, status.Message = PhaseProgressing, "selecting the serving pods in the Service"
 		return plan
 	case !inFlight:
-		return planCanaryPromoted(plan, desired, o, n, revision)
+		return planCanaryPromoted(plan, desired, recorded, o, n, revision)
 	case hashOf(o.Canary) != desired.Hash:
 		status.Phase, status.Message = PhaseProgressing, revision+": writing the template to the canary"
 		return plan
@@ -327,6 +328,16 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		return advanced
 	}
 	return plan
+}
+
+// servesAny reports whether one of pods carries the serving label.
+func servesAny(pods []Pod) bool {
+	for _, p := range pods {
+		if p.Serving {
+			return true
+		}
+	}
+	return false
 }
 
 // unlabelled counts the live canary pods taken out of traffic by hand.
@@ -444,12 +455,25 @@ func stableFailing(d *appsv1.Deployment) bool {
 // rollout status` would say: calling it Healthy while they ended saved 20
 // s a workload with 50 rolling at once, but left a user who lists the
 // pods of a Healthy workload looking at old ones.
-func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, o CanaryObserved, n int32, revision string) CanaryPlan {
+func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status, o CanaryObserved, n int32, revision string) CanaryPlan {
 	plan.StableReplicas = stableCount(desired, n)
 	if desired.Autoscaled {
 		serveEveryStable(&plan, o.StablePods)
 	}
 	status := &plan.Status
+	if !servesAny(o.Pods) {
+		// The stable Deployment alone runs the revision: a first revision
+		// (created on the stable, there was nothing to compare it with),
+		// or one whose canary has gone. It fails at its progress deadline
+		// as a rolling or blue-green revision does, and with nothing
+		// earlier to go back to it stays Degraded where it is.
+		if failedNow(o.Stable, o.StablePods, desired.Hash, recorded, o.Now) {
+			status.FailedHash, status.Phase = desired.Hash, PhaseDegraded
+			status.Message = fmt.Sprintf("revision %d failed on the stable Deployment: %s", plan.Status.Revision, deadlineReason(o.Stable))
+			return plan
+		}
+		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Stable, o.StablePods, desired.Hash, recorded, o.Now))
+	}
 	if !fullyAvailable(o.Stable, n) || !rolloutComplete(o.Stable) {
 		status.Phase = PhaseProgressing
 		status.Message = revision + ": promoting the stable Deployment"

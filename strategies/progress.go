@@ -95,6 +95,23 @@ func rollingBounds(replicas int32, strategy appsv1.DeploymentStrategy) (maxPods,
 	return replicas + surge, max(replicas-unavailable, 0)
 }
 
+// Surge returns the strategy a Deployment takes a template with when
+// none of its pods may go before the new ones are available: a rolling
+// update of maxSurge 100% and maxUnavailable 0, in place of strategy. The
+// Deployment controller then asks for every new pod at once and removes
+// an old one only once the new ones are available: 4 replicas run 8 pods
+// for a moment, never fewer than 4 available. A Recreate strategy is
+// returned as it is: it keeps nothing available whatever the counts, the
+// gap the user asked for.
+func Surge(strategy appsv1.DeploymentStrategy) appsv1.DeploymentStrategy {
+	if strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return strategy
+	}
+	all, none := intstr.FromString("100%"), intstr.FromInt32(0)
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &all, MaxUnavailable: &none}}
+}
+
 // scaled resolves an integer or a percentage of total, rounding up or down.
 func scaled(v intstr.IntOrString, total int32, roundUp bool) int32 {
 	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(total), roundUp)
