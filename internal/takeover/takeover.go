@@ -135,3 +135,24 @@ func fieldSet(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 	}
 	return set, nil
 }
+
+// OwnerOf returns the field manager of the first of entries that owns the
+// field at path (field names: OwnerOf(entries, "spec", "replicas")), ""
+// when none does or none decodes. Entries of subresources count: `kubectl
+// scale` writes spec.replicas through the scale subresource.
+func OwnerOf(entries []metav1.ManagedFieldsEntry, path ...string) string {
+	elements := make([]any, len(path))
+	for i, name := range path {
+		elements[i] = name
+	}
+	p, err := fieldpath.MakePath(elements...)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if set, err := fieldSet(e.FieldsV1); err == nil && set.Has(p) {
+			return e.Manager
+		}
+	}
+	return ""
+}

@@ -38,3 +38,23 @@ func TestByHandUnder(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerOf finds who last set a Deployment's replicas: the rollout
+// controller's own write, or kubectl scale through the scale subresource.
+func TestOwnerOf(t *testing.T) {
+	entries := []metav1.ManagedFieldsEntry{
+		{Manager: "plimsoll-rollout", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{}}}}}`)}},
+		{Manager: "kubectl-scale", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "scale",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+	}
+	if got := OwnerOf(entries, "spec", "replicas"); got != "kubectl-scale" {
+		t.Errorf("owner of spec.replicas = %q, want kubectl-scale", got)
+	}
+	if got := OwnerOf(entries, "spec", "paused"); got != "" {
+		t.Errorf("owner of spec.paused = %q, want none", got)
+	}
+	if got := OwnerOf(entries[:1], "spec", "replicas"); got != "" {
+		t.Errorf("owner of spec.replicas without kubectl's entry = %q, want none", got)
+	}
+}
