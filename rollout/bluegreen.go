@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -128,27 +129,41 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
 	git := in.git
 	changed := false
-	if isPrimary(bg.legacy) {
-		// A rolling workload switching to blue-green: <name> serves until
-		// the first color takes over, and is no longer the primary.
+	if from := legacyStrategy(bg.legacy); from != "" {
+		// A rolling or canary workload switching to blue-green: <name>
+		// serves (with the canary's pods) until the first color takes
+		// over, and is no longer the primary.
 		idle, err := c.setRole(ctx, bg.legacy, strategies.RoleIdle)
 		if err != nil {
 			return false, err
 		}
 		bg.w.deploys[idle.Name] = idle
 		changed = true
+		c.eventSwitching(idle, from, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
 	}
 	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
 	if err != nil {
 		return false, err
 	}
 	state := readState(annotationsOf(bg.primary()))
+	if bg.primary() == bg.legacy {
+		// The previous strategy's state (a canary's step, pause or run)
+		// means nothing here: blue-green starts afresh.
+		state = workloadState{}
+	}
 	state.Replicas = specReplicas(git)
 	if n, ok := c.blueGreenCount(bg); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
 	desired := strategies.TemplateHash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
+	active := bg.deployment(strategies.Color(bg.active.Spec.Selector[contract.LabelColor]))
+	if bg.active.Spec.Selector[contract.LabelColor] != "" && recorded.Phase == strategies.PhaseHealthy && undoneByHand(active, git, recorded, desired) {
+		// The active color's template was put back by hand to an earlier
+		// one (`kubectl rollout undo`): Git's revision goes out again, to
+		// the other color, and swaps in as any revision does.
+		c.templateRestored(active, "on "+string(strategies.Color(bg.active.Spec.Selector[contract.LabelColor]).Other()))
+	}
 	target := strategies.ColorBlue
 	if decision.Action != strategies.RevisionRefused {
 		target = strategies.TargetColor(desired, strategies.BlueGreenObserved{Blue: bg.blue, Green: bg.green,
@@ -253,6 +268,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	}
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.name,
 		services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
+		repairs:  map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
 		written: func() {
 			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 			c.reportAnalysis(primary, before, plan.Run, j.taken, j.specs)
@@ -261,6 +277,9 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		return err
 	}
 	if err := c.followActive(ctx, bg, plan.Actions); err != nil {
+		return err
+	}
+	if err := c.retireBefore(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), replicas, primary, contract.SuffixCanary); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {
@@ -299,6 +318,20 @@ func (c *Controller) followActive(ctx context.Context, bg *blueGreen, actions []
 		return nil
 	}
 	return c.retarget(ctx, h, to.Name)
+}
+
+// legacyStrategy names the strategy Deployment <name> (d) serves a
+// workload for, before blue-green takes it over: rolling for a primary,
+// canary for a canary's stable; "" when it serves none (nil, or idle
+// already).
+func legacyStrategy(d *appsv1.Deployment) string {
+	switch strategies.Role(annotationsOf(d)[contract.AnnotationRole]) {
+	case strategies.RolePrimary:
+		return contract.StrategyRolling
+	case strategies.RoleStable:
+		return contract.StrategyCanary
+	}
+	return ""
 }
 
 // colorPods returns the pods of workload w by color.

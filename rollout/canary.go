@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +86,20 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 		return false, err
 	}
 	state := readState(annotationsOf(cy.stable))
+	// A blue-green workload switching to canary: the color that serves
+	// is the last revision that went live, and the stable Deployment
+	// takes its template; the revisions count on from the colors.
+	fromColor := servingColor(cy.w)
+	if role := annotationsOf(cy.stable)[contract.AnnotationRole]; role == contract.RoleStable || !cy.w.hasAny(colorSuffixes) {
+		fromColor = nil
+	}
+	fromRolling := isPrimary(cy.stable)
+	if cy.w.hasAny(colorSuffixes) && (fromColor != nil || cy.stable == nil) {
+		recorded = latestStatus(cy.w, recorded)
+	}
+	if fromColor != nil || fromRolling {
+		state = workloadState{} // the previous strategy's state means nothing here
+	}
 	state.Replicas = specReplicas(git)
 	if n, ok := c.autoscaledCount(cy.stable); ok {
 		state.Replicas = n // the HPA's count, not Git's
@@ -97,15 +112,36 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	annotations := state.annotations(status)
 
 	var stable *appsv1.Deployment
-	if cy.stable == nil {
+	switch {
+	case fromColor != nil:
+		stable = stableFromColor(cy.stable, git, fromColor, state.Replicas)
+		c.eventSwitching(fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
+			fmt.Sprintf("%s serves until %s, made from its template, is ready", fromColor.Name, git.Name))
+	case cy.stable == nil:
 		stable = derived(git, git.Name, nil, servingTemplate(git), state.Replicas)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
-	} else {
+	default:
 		stable = refresh(cy.stable, git)
-		if stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired) {
+		switch {
+		case stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired):
 			// Git's revision serves, its template changed by hand: Git's
 			// goes out again, as the promotion wrote it.
 			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+		case !fromRolling && recorded.Phase == strategies.PhaseHealthy && undoneByHand(cy.stable, git, recorded, desired):
+			// Git's revision was promoted, and the stable's template put
+			// back by hand to an earlier one (`kubectl rollout undo`): Git's
+			// goes out again on the stable, as the same revision, not
+			// through the canary steps a new revision takes.
+			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+			c.templateRestored(cy.stable, "")
+		}
+		if fromRolling {
+			// A rolling workload's pause (spec.paused) would hold the
+			// stable's pods from taking the serving label for ever: the
+			// canary pauses by its own steps and commands.
+			stable.Spec.Paused = false
+			c.eventSwitching(cy.stable, contract.StrategyRolling, contract.StrategyCanary,
+				fmt.Sprintf("%s becomes the stable Deployment", cy.stable.Name))
 		}
 	}
 	stamp(stable, annotations, strategies.RoleStable)
@@ -166,9 +202,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}
 	observed.Pods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] == contract.TrackCanary })
-	if autoscaled {
-		observed.StablePods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] != contract.TrackCanary })
-	}
+	observed.StablePods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return strategies.PodOf(p.Name, cy.name) })
 	// The last run stays recorded, for users to read, until the next
 	// revision's first run replaces it.
 	j := judgement{run: state.Run}
@@ -189,7 +223,12 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Steps: steps, Autoscaled: autoscaled,
 	}, recorded, observed)
 	state.Step, state.StepSince, state.Run = plan.Step, plan.StepSince, plan.Run
+	// A Service that selected serving pods before (the workload is at
+	// rest, or past its first step) and no longer does was changed by
+	// hand: selecting them again is a repair.
+	repair := !observed.ServiceSelectsServing && !cy.w.hasAny(colorSuffixes) && (recorded.Phase == strategies.PhaseHealthy || observed.Step > 0)
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
+		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
 		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.name,
 		written: func() {
 			c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
@@ -199,8 +238,47 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
+	if err := c.retireBefore(ctx, cy.w, contract.StrategyCanary, c.steered.newest(cy.service), replicas, cy.stable, colorSuffixes...); err != nil {
+		return err
+	}
 	if plan.RequeueAfter > 0 {
 		c.queue.AddAfter(cy.ns+"/"+cy.name, plan.RequeueAfter)
 	}
 	return nil
+}
+
+// servingColor returns the color Deployment of workload w that the
+// active Service serves (role active), nil when none does (a blue-green
+// workload whose first color has not gone live).
+func servingColor(w *workload) *appsv1.Deployment {
+	for _, suffix := range colorSuffixes {
+		if d := w.deployment(suffix); d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
+			return d
+		}
+	}
+	return nil
+}
+
+// stableFromColor is the stable Deployment of canary workload git made
+// from color, the blue-green color that serves: Git's Deployment with the
+// color's template, without the color and labelled serving, keeping the
+// color's stamp (the hash of the revision that runs) and change cause, at
+// replicas. live is the Deployment <name> when one is left from before
+// (at 0, blue-green's legacy Deployment), nil when there is none.
+func stableFromColor(live, git, color *appsv1.Deployment, replicas int32) *appsv1.Deployment {
+	t := *color.Spec.Template.DeepCopy()
+	delete(t.Labels, contract.LabelColor)
+	setLabel(&t.ObjectMeta, contract.LabelServing, "true")
+	var stable *appsv1.Deployment
+	if live == nil {
+		stable = derived(git, git.Name, nil, t, replicas)
+	} else {
+		stable = refresh(live, git)
+		stable.Spec.Template = workloadTemplate(t, git.Name)
+		stable.Spec.Replicas = &replicas
+		stable.Spec.Paused = false
+	}
+	setAnnotation(&stable.Spec.Template.ObjectMeta, contract.AnnotationTemplateHash, strategies.LiveHash(color.Spec.Template))
+	keepAnnotation(stable, color, AnnotationChangeCause)
+	return stable
 }

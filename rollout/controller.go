@@ -53,6 +53,12 @@ const (
 	// ReasonAnalysis is the Event reason of an analysis run that started
 	// or reached its verdict.
 	ReasonAnalysis = "Analysis"
+	// ReasonScaleRestored is the Warning Event of a Deployment whose count,
+	// set outside Git (kubectl scale), the controller wrote back.
+	ReasonScaleRestored = "ScaleRestored"
+	// autoscalerManager is the field manager of the count a
+	// HorizontalPodAutoscaler sets (the controller manager's).
+	autoscalerManager = "kube-controller-manager"
 
 	// DefaultWorkers is how many workloads are reconciled at once.
 	DefaultWorkers = 4

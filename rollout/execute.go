@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -18,6 +17,9 @@ type execution struct {
 	// services are the Services the strategy steers, by role; a role
 	// without one (no preview Service) skips its actions.
 	services map[strategies.ServiceRole]*corev1.Service
+	// repairs are the roles whose Service's selector was changed outside
+	// the controller: putting it back is reported as a repair.
+	repairs map[strategies.ServiceRole]bool
 	// annotations are the status and step state every write with Status
 	// records.
 	annotations map[string]string
@@ -46,7 +48,8 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 		case strategies.ActionUnlabel:
 			err = c.labelPod(ctx, x.w.ns, a.Pod, nil)
 		case strategies.ActionSelect:
-			err = c.setSelectorKey(ctx, x.services[a.Service], a.Key, &a.Value)
+			err = c.steer(ctx, x.w, x.services[a.Service], selectorChange{set: map[string]string{a.Key: a.Value}, drop: a.Drop, keep: a.Keep,
+				repair: x.repairs[a.Service]})
 		case strategies.ActionClearCommand:
 			if x.primary != nil && x.command != "" {
 				err = c.clearCommand(ctx, x.primary, x.command)
@@ -92,11 +95,7 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 			// commit in `kubectl rollout history`.
 			keepAnnotation(want, canary, AnnotationChangeCause)
 		}
-		if want.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-			all, none := intstr.FromString("100%"), intstr.FromInt32(0)
-			want.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &all, MaxUnavailable: &none}}
-		}
+		want.Spec.Strategy = strategies.Surge(want.Spec.Strategy)
 	case strategies.StableSettle:
 		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
 			want.Spec.Strategy = *canary.Spec.Strategy.DeepCopy()

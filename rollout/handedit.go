@@ -172,9 +172,37 @@ func (c *Controller) wroteTemplate(live, want, out *appsv1.Deployment) {
 		strategies.TemplateHash(live.Spec.Template) == strategies.TemplateHash(want.Spec.Template) {
 		return
 	}
-	c.log.Info("restored the pod template changed by hand", "workload", out.Namespace+"/"+out.Labels[contract.LabelWorkload], "deployment", out.Name)
-	c.eventFor(out, corev1.EventTypeWarning, ReasonTemplateRestored,
-		"the pod template was changed outside Git: Git's template is written again")
+	c.templateRestored(out, "")
+}
+
+// templateRestored logs and records, as a TemplateRestored Warning Event
+// on d, that Git's template goes out again over one changed outside Git;
+// where says where when it is not d itself ("on web-green").
+func (c *Controller) templateRestored(d *appsv1.Deployment, where string) {
+	c.log.Info("restored the pod template changed by hand", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "deployment", d.Name,
+		"where", where)
+	msg := "the pod template was changed outside Git: Git's template is written again"
+	if where != "" {
+		msg += " " + where
+	}
+	c.eventFor(d, corev1.EventTypeWarning, ReasonTemplateRestored, msg)
+}
+
+// undoneByHand reports whether Deployment d, which ran Git's revision of
+// hash (recorded says so, and not failed), now carries another template
+// that the controller stamped, the template of an earlier revision: put
+// back by hand with `kubectl rollout undo`, or an old manifest applied
+// with kubectl. A template changed in place keeps Git's stamp, and runsGit
+// tells it. Not undone: a workload Degraded (a rollback, or a retry, puts
+// other templates back itself), an unstamped template (adopted as it
+// runs), and a Deployment whose Git Deployment or live object keeps hand
+// edits (plimsoll.dev/kubectl-edits: keep).
+func undoneByHand(d, git *appsv1.Deployment, recorded strategies.Status, hash string) bool {
+	if d == nil || recorded.Hash != hash || recorded.FailedHash == hash || recorded.Phase == strategies.PhaseDegraded || keepsHandEdits(git, d) {
+		return false
+	}
+	stamp := d.Spec.Template.Annotations[contract.AnnotationTemplateHash]
+	return stamp != "" && stamp != hash
 }
 
 // takeOverHandEdits gives the controller the fields kubectl owns on

@@ -23,6 +23,7 @@ type Metrics struct {
 	commands  *prometheus.CounterVec
 	measures  *prometheus.CounterVec
 	verdicts  *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
 
 	mu sync.Mutex
 	// started holds when each workload's revision in flight started, by
@@ -65,9 +66,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "plimsoll_analysis_runs_total",
 			Help: "Analysis runs that reached a verdict (Successful, Failed, Inconclusive).",
 		}, []string{"verdict"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plimsoll_rollout_selector_refusals_total",
+			Help: "Service selector writes refused because the new selector would select fewer ready pods than the strategy keeps.",
+		}, []string{"namespace", "service"}),
 		started: map[string]revisionStart{},
 	}
-	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands, m.measures, m.verdicts)
+	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands, m.measures, m.verdicts, m.refusals)
 	return m
 }
 
@@ -135,4 +140,13 @@ func (m *Metrics) judged(verdict strategies.Verdict) {
 		return
 	}
 	m.verdicts.WithLabelValues(string(verdict)).Inc()
+}
+
+// selectorRefused counts a selector write refused on Service ns/service
+// (see Controller.steer).
+func (m *Metrics) selectorRefused(ns, service string) {
+	if m == nil {
+		return
+	}
+	m.refusals.WithLabelValues(ns, service).Inc()
 }

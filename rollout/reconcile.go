@@ -46,8 +46,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 
 // strategyOf tells a workload's strategy: Git's, when the sync handed the
 // workload over; else from the Deployments it has: rolling when <name> is
-// the primary (also while it retires what a previous strategy left),
-// blue-green once it has a color, canary when <name> says so, else rolling.
+// the primary, canary when it is a canary's stable (both also while they
+// retire what a previous strategy left), blue-green once it has a color,
+// canary when <name> says so and is not blue-green's idle legacy, else
+// rolling.
 func (c *Controller) strategyOf(w *workload, in intent) string {
 	if in.git != nil {
 		if s := in.git.Annotations[contract.AnnotationStrategy]; s != "" {
@@ -56,12 +58,14 @@ func (c *Controller) strategyOf(w *workload, in intent) string {
 		return contract.StrategyRolling
 	}
 	d := w.deployment("")
-	switch {
+	switch role := annotationsOf(d)[contract.AnnotationRole]; {
 	case isPrimary(d):
 		return contract.StrategyRolling
+	case role == contract.RoleStable:
+		return contract.StrategyCanary // also while it retires the colors it switched from
 	case w.hasAny(colorSuffixes):
 		return contract.StrategyBlueGreen
-	case d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyCanary:
+	case d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyCanary && role != contract.RoleIdle:
 		return contract.StrategyCanary
 	}
 	return contract.StrategyRolling

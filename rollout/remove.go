@@ -59,9 +59,7 @@ func (c *Controller) RemoveWorkload(ctx context.Context, ns, name string) error 
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete Deployment %s of workload %s, which left Git: %w", d.Name, name, err)
 		}
-		c.written.forget(ns, d.Name)
-		c.specs.forget(ns, d.Name)
-		c.templates.forget(ns, d.Name)
+		c.forgetDeployment(ns, d.Name)
 		c.log.Info("deleted a Deployment of a workload that left Git", "workload", ns+"/"+name, "deployment", d.Name)
 	}
 	return nil
@@ -77,10 +75,5 @@ func (c *Controller) dropWorkloadKeys(ctx context.Context, ns, name string) erro
 	case err != nil:
 		return fmt.Errorf("read Service %s: %w", name, err)
 	}
-	for _, key := range []string{contract.LabelColor, contract.LabelServing} {
-		if err := c.setSelectorKey(ctx, svc, key, nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.steer(ctx, nil, svc, selectorChange{drop: []string{contract.LabelColor, contract.LabelServing}})
 }

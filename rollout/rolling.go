@@ -88,6 +88,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	}
 
 	keep := map[string]string{}
+	from := previousStrategy(w, contract.StrategyRolling)
 	if live != nil && !isPrimary(live) {
 		// The workload was blue-green or canary: <name> becomes the
 		// primary, and what the previous strategy left goes once it is
@@ -107,7 +108,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		obj.Spec.Replicas, obj.ResourceVersion = &count, live.ResourceVersion
 	}
 	setRun(obj, plan.Run)
-	restore := false
+	restore, undone := false, false
 	switch plan.Template {
 	case strategies.TemplateGit:
 		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
@@ -125,6 +126,11 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			// out again, as the same revision.
 			restore = true
 			keepAnnotation(obj, live, AnnotationChangeCause)
+		case isPrimary(live) && undoneByHand(live, git, recorded, want.Hash):
+			// Git's revision, its template replaced by hand (`kubectl
+			// rollout undo`): Git's goes out again, as the same revision.
+			undone = true
+			keepAnnotation(obj, live, AnnotationChangeCause)
 		default:
 			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 		}
@@ -138,9 +144,17 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	for k, v := range keep {
 		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
 	}
+	if live != nil && w.hasAny(sideSuffixes) {
+		// Switching from blue-green or canary: <name> takes the template
+		// over without a pod going before its replacement is available,
+		// as a canary's promotion does, until the old strategy's
+		// Deployments are retired; the apply after that puts Git's
+		// strategy back.
+		obj.Spec.Strategy = strategies.Surge(obj.Spec.Strategy)
+	}
 	// A one-shot sync writes only what Git's intent needs: the status of
 	// a revision it did not start is the daemon's to follow.
-	if live == nil || restore || !applied(live, obj, !c.once.Load()) {
+	if live == nil || restore || undone || !applied(live, obj, !c.once.Load()) {
 		if restore {
 			var err error
 			if obj, err = c.takeOverHandEdits(ctx, live, obj); err != nil {
@@ -159,6 +173,13 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		}
 		c.written.wrote(out)
 		c.wroteTemplate(live, obj, out)
+		c.wroteCount(live, out)
+		if undone {
+			c.templateRestored(out, "")
+		}
+		if !isPrimary(live) {
+			c.eventSwitching(out, from, contract.StrategyRolling, fmt.Sprintf("%s serves beside the previous strategy's Deployments until it is Healthy", out.Name))
+		}
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
 			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {
@@ -292,10 +313,7 @@ func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *a
 	if status.Phase != strategies.PhaseHealthy || !isPrimary(live) {
 		return nil
 	}
-	retired, err := c.retireProgressive(ctx, w)
-	if retired && err == nil {
-		c.eventSwitched(live)
-	}
+	_, err := c.retireProgressive(ctx, w, live)
 	return err
 }
 

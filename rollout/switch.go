@@ -16,20 +16,39 @@ import (
 )
 
 // A workload whose strategy changes in Git keeps serving through the
-// change. Into blue-green or canary, the strategies take over the rolling
-// Deployment <name> themselves (as blue-green's legacy Deployment, or as
-// canary's stable one). Back to rolling, <name> is applied from Git and
-// becomes the primary again (plimsoll.dev/role: primary); once it is
-// Healthy, the controller retires what the progressive strategy left:
+// change: what the old strategy runs serves until the new strategy's
+// Deployment is ready, then the Service moves over in one selector write
+// (which drops the old strategy's key as it adds the new one), and only
+// then is the old strategy's Deployments retired, once the Service's
+// endpoints no longer need their pods. With N replicas the Service never
+// has fewer than N ready endpoints:
 //
-//	blue-green: plimsoll.dev/color leaves the Services' selectors, so that
-//	    they select <name>'s pods as well as the colors', then
-//	    <name>-blue and <name>-green are deleted
-//	canary: plimsoll.dev/serving leaves the Service's selector (every pod
-//	    of <name> still carries the label), the canary pods lose it, then
-//	    <name>-canary is deleted
+//	rolling to blue-green: <name> serves (role idle) while the first color
+//	    comes up; the swap adds the color to the selector; <name> scales to
+//	    0 after the scale-down delay (and stays, at 0: the sync's inventory
+//	    names it).
+//	canary to blue-green: the same, <name> being the stable Deployment;
+//	    the swap also drops plimsoll.dev/serving; <name>-canary is deleted
+//	    once its pods have left the endpoints.
+//	rolling to canary: <name> becomes the stable Deployment; its template
+//	    gets the serving label (grown for it, so that N stay available),
+//	    then the Service selects serving pods, then the canary steps run.
+//	blue-green to canary: <name> is made the stable Deployment from the
+//	    template of the color that serves (the last revision that went
+//	    live), labelled serving; once it is available the selector drops
+//	    the color and selects serving pods, and the colors are deleted
+//	    once their pods have left the endpoints; then the canary steps run.
+//	back to rolling: <name> is applied from Git and becomes the primary
+//	    (role primary); a template it takes over from a canary's stable is
+//	    rolled out surging, never below N available. Once it is Healthy, the
+//	    old keys leave the selectors (so they select <name>'s pods as well),
+//	    and the colors or the canary are deleted once the endpoints hold
+//	    <name>'s pods.
 //
-// At no point does a Service select fewer pods than <name> runs Ready.
+// The revision counts on from the old strategy's status; its state (step,
+// pause, scale-down time, analysis run) and a rolling workload's paused
+// spec do not carry over: the new strategy starts from Git's annotations.
+// Each switch is told by a PhaseChanged Event naming both strategies.
 
 // progressiveKeys are the annotations a progressive strategy leaves on
 // <name> that mean nothing to a rolling workload: its input keys, when Git
@@ -38,6 +57,36 @@ var progressiveKeys = []string{
 	contract.AnnotationStrategy, contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService,
 	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
 	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
+}
+
+// previousStrategy names the strategy other than target that workload w's
+// Deployments were written for: blue-green while it has colors, canary
+// while it has a canary Deployment or <name> is a canary's stable one,
+// rolling while <name> is a rolling workload's primary; "" when they run
+// target's alone.
+func previousStrategy(w *workload, target string) string {
+	role := strategies.Role(annotationsOf(w.deployment(""))[contract.AnnotationRole])
+	ran := map[string]bool{
+		contract.StrategyRolling:   role == strategies.RolePrimary,
+		contract.StrategyBlueGreen: w.hasAny(colorSuffixes),
+		contract.StrategyCanary:    w.deployment(contract.SuffixCanary) != nil || role == strategies.RoleStable,
+	}
+	for _, s := range []string{contract.StrategyRolling, contract.StrategyBlueGreen, contract.StrategyCanary} {
+		if s != target && ran[s] {
+			return s
+		}
+	}
+	return ""
+}
+
+// eventSwitching records on d that workload switches strategy, from to
+// to; how says what happens meanwhile.
+func (c *Controller) eventSwitching(d *appsv1.Deployment, from, to, how string) {
+	if d == nil || from == "" {
+		return
+	}
+	c.log.Info("switching strategy", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "from", from, "to", to)
+	c.eventFor(d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switching from %s to %s: %s", from, to, how))
 }
 
 // retireFromRolling prepares the live Deployment <name> of a workload that
@@ -79,11 +128,11 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 	return keep, nil
 }
 
-// retireProgressive deletes what a progressive strategy left of workload
-// w once its rolling Deployment is Healthy: the colors of blue-green, the
-// canary of canary, and their keys in the Services' selectors. It reports
-// whether anything was left to retire.
-func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, error) {
+// retireProgressive retires what a progressive strategy left of workload
+// w once its rolling Deployment live is Healthy: the colors of blue-green,
+// the canary of canary, and their keys in the Services' selectors. It
+// reports whether anything was left to retire.
+func (c *Controller) retireProgressive(ctx context.Context, w *workload, live *appsv1.Deployment) (bool, error) {
 	var left []*appsv1.Deployment
 	for _, suffix := range sideSuffixes {
 		if d := w.deployment(suffix); d != nil {
@@ -93,6 +142,7 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, 
 	if len(left) == 0 {
 		return false, nil
 	}
+	from := previousStrategy(w, contract.StrategyRolling)
 	// 1. Widen the Services: they select <name>'s pods from now on.
 	for _, d := range left {
 		for _, ref := range []struct{ annotation, key string }{
@@ -100,29 +150,122 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload) (bool, 
 			{contract.AnnotationPreviewService, contract.LabelColor},
 			{contract.AnnotationService, contract.LabelServing},
 		} {
-			if err := c.setSelectorKey(ctx, w.services[d.Annotations[ref.annotation]], ref.key, nil); err != nil {
+			if err := c.steer(ctx, w, w.services[d.Annotations[ref.annotation]], selectorChange{drop: []string{ref.key}}); err != nil {
 				return true, err
 			}
 		}
 	}
-	// 2. Take the canary pods out of traffic, then delete the Deployments.
-	for _, d := range left {
-		if d.Name == w.name+contract.SuffixCanary {
-			if err := c.unlabelCanaryPods(ctx, w); err != nil {
-				return true, err
-			}
+	// 2. Take the canary pods out of traffic, then delete the Deployments
+	// whose pods the endpoints no longer need.
+	if w.deployment(contract.SuffixCanary) != nil {
+		if err := c.unlabelCanaryPods(ctx, w); err != nil {
+			return true, err
+		}
+	}
+	done, err := c.retireDeployments(ctx, w, specReplicas(live), left...)
+	if done && err == nil {
+		c.eventSwitched(live, from, contract.StrategyRolling, left)
+	}
+	return true, err
+}
+
+// retireDeployments deletes the Deployments deploys of workload w that
+// the strategy it switched to no longer runs, each once the Service it
+// carried traffic for (the annotation plimsoll.dev/active-service or
+// plimsoll.dev/service names it) holds at least keep ready endpoints
+// besides its pods: a selector written a moment before may not have
+// reached the endpoints yet, and deleting the pods they still hold would
+// leave the Service short until they do. With keep 4, the endpoints
+// holding 4 pods of web-blue and none of web yet, web-blue waits; once
+// they hold web's 4 as well, it goes. It reports whether every one of
+// deploys is gone; the others are looked at again when the endpoints
+// change (their events queue the workload).
+func (c *Controller) retireDeployments(ctx context.Context, w *workload, keep int32, deploys ...*appsv1.Deployment) (bool, error) {
+	done := true
+	for _, d := range deploys {
+		if !c.unneeded(w, d, keep) {
+			done = false
+			continue
 		}
 		err := c.client.AppsV1().Deployments(w.ns).Delete(ctx, d.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &d.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return true, fmt.Errorf("delete Deployment %s of the previous strategy: %w", d.Name, err)
+			return false, fmt.Errorf("delete Deployment %s of the previous strategy: %w", d.Name, err)
 		}
-		c.written.forget(w.ns, d.Name)
-		c.specs.forget(w.ns, d.Name)
-		c.templates.forget(w.ns, d.Name)
+		c.forgetDeployment(w.ns, d.Name)
 		c.log.Info("retired a Deployment of the previous strategy", "workload", w.ns+"/"+w.name, "deployment", d.Name)
 	}
-	return true, nil
+	return done, nil
+}
+
+// unneeded reports whether the pods of Deployment d of workload w may go:
+// none of them is a ready endpoint of the Service d carried traffic for,
+// or that Service has at least keep ready endpoints besides them.
+func (c *Controller) unneeded(w *workload, d *appsv1.Deployment, keep int32) bool {
+	svc := d.Annotations[contract.AnnotationActiveService]
+	if svc == "" {
+		svc = d.Annotations[contract.AnnotationService]
+	}
+	var mine, others int32
+	for _, pod := range w.ready[svc] {
+		if strategies.PodOf(pod, d.Name) {
+			mine++
+		} else {
+			others++
+		}
+	}
+	return mine == 0 || others >= keep
+}
+
+// forgetDeployment drops what the controller remembers of Deployment
+// ns/name, deleted.
+func (c *Controller) forgetDeployment(ns, name string) {
+	c.written.forget(ns, name)
+	c.specs.forget(ns, name)
+	c.templates.forget(ns, name)
+}
+
+// retireBefore retires what the strategy before target left of workload
+// w once the Service svc carries target's traffic (its selector has
+// target's key and none of the other strategy's): the Deployments of
+// suffixes, deleted once the endpoints no longer need their pods (see
+// retireDeployments), and the old strategy's key in the other Services
+// its Deployments steered (a preview Service, or one the old strategy
+// named and the new one does not), so that none of them is left selecting
+// pods that are gone. keep is the workload's count; primary, its primary
+// Deployment, gets the Event that says the switch is done.
+func (c *Controller) retireBefore(ctx context.Context, w *workload, target string, svc *corev1.Service, keep int32, primary *appsv1.Deployment, suffixes ...string) error {
+	key, old := contract.LabelColor, contract.LabelServing
+	if target == contract.StrategyCanary {
+		key, old = old, key
+	}
+	if svc == nil || svc.Spec.Selector[key] == "" || svc.Spec.Selector[old] != "" {
+		return nil // the Service has not moved over yet
+	}
+	var left []*appsv1.Deployment
+	for _, suffix := range suffixes {
+		if d := w.deployment(suffix); d != nil {
+			left = append(left, d)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	from := previousStrategy(w, target)
+	for _, d := range left {
+		for _, ann := range serviceKeys {
+			if other := w.services[d.Annotations[ann]]; other != nil && other.Name != svc.Name {
+				if err := c.steer(ctx, w, other, selectorChange{drop: []string{old}}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	done, err := c.retireDeployments(ctx, w, keep, left...)
+	if done && err == nil {
+		c.eventSwitched(primary, from, target, left)
+	}
+	return err
 }
 
 // unlabelCanaryPods removes the serving label from every canary pod of
@@ -151,7 +294,18 @@ func latestStatus(w *workload, recorded strategies.Status) strategies.Status {
 	return recorded
 }
 
-// eventSwitched records that a workload finished switching to rolling.
-func (c *Controller) eventSwitched(d *appsv1.Deployment) {
-	c.eventFor(d, corev1.EventTypeNormal, ReasonPhase, "switched to the rolling strategy; retired the Deployments of the previous strategy")
+// eventSwitched records on d that its workload finished switching from
+// strategy from to to, having retired the Deployments gone.
+func (c *Controller) eventSwitched(d *appsv1.Deployment, from, to string, gone []*appsv1.Deployment) {
+	if d == nil {
+		return
+	}
+	names := make([]string, len(gone))
+	for i, g := range gone {
+		names[i] = g.Name
+	}
+	if from == "" {
+		from = "the previous strategy"
+	}
+	c.eventFor(d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switched from %s to %s; retired %s", from, to, strings.Join(names, ", ")))
 }

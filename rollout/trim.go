@@ -73,11 +73,12 @@ func setTrim(hand *handEdits, informers ...cache.SharedIndexInformer) {
 }
 
 // handEdits is what the caches keep of the Deployments' managed fields:
-// which Deployments have a pod template that kubectl changed, by
-// namespace/name, with the uid and resourceVersion that say so. It holds
-// an entry only while kubectl owns a field of the template, which is rare
-// and short (see runsGit), so a Deployment deleted meanwhile leaves one
-// small entry behind at most.
+// which Deployments have a pod template that kubectl changed, and which a
+// count that someone else than the controller set last (kubectl scale,
+// an autoscaler), by namespace/name, with the uid and resourceVersion that
+// say so. It holds an entry only while one of them is so, which is rare
+// and short for the template (see runsGit), and lasts for a Deployment an
+// autoscaler scales: one small entry each.
 type handEdits struct {
 	mu sync.Mutex
 	by map[string]handEdit
@@ -86,6 +87,11 @@ type handEdits struct {
 type handEdit struct {
 	uid             types.UID
 	resourceVersion string
+	// template is whether kubectl owns a field of the pod template.
+	template bool
+	// scaledBy is the field manager that owns spec.replicas, when it is
+	// not the rollout controller.
+	scaledBy string
 }
 
 func newHandEdits() *handEdits {
@@ -93,30 +99,52 @@ func newHandEdits() *handEdits {
 }
 
 // note records whether kubectl owns a field of the pod template of obj, a
-// Deployment as the API server sent it. An object without managed fields
-// was trimmed already (the informers transform again what they hold): it
-// tells nothing new.
+// Deployment as the API server sent it, and who owns its count. An object
+// without managed fields was trimmed already (the informers transform
+// again what they hold): it tells nothing new.
 func (h *handEdits) note(obj any) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok || len(d.ManagedFields) == 0 {
 		return
 	}
-	owned := takeover.ByHandUnder(d.ManagedFields, "spec", "template")
+	e := handEdit{uid: d.UID, resourceVersion: d.ResourceVersion, template: takeover.ByHandUnder(d.ManagedFields, "spec", "template")}
+	if owner := takeover.OwnerOf(d.ManagedFields, "spec", "replicas"); owner != FieldManager {
+		e.scaledBy = owner
+	}
 	key := d.Namespace + "/" + d.Name
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if owned {
-		h.by[key] = handEdit{uid: d.UID, resourceVersion: d.ResourceVersion}
+	if e.template || e.scaledBy != "" {
+		h.by[key] = e
 	} else {
 		delete(h.by, key)
 	}
 }
 
-// ownsTemplate reports whether kubectl owns a field of d's pod template,
-// as far as the version of d the informer noted tells.
-func (h *handEdits) ownsTemplate(d *appsv1.Deployment) bool {
+// of returns what was noted of the version of d the informer saw.
+func (h *handEdits) of(d *appsv1.Deployment) (handEdit, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.by[d.Namespace+"/"+d.Name]
-	return ok && e.uid == d.UID && e.resourceVersion == d.ResourceVersion
+	return e, ok && e.uid == d.UID && e.resourceVersion == d.ResourceVersion
+}
+
+// ownsTemplate reports whether kubectl owns a field of d's pod template,
+// as far as the version of d the informer noted tells.
+func (h *handEdits) ownsTemplate(d *appsv1.Deployment) bool {
+	e, ok := h.of(d)
+	return ok && e.template
+}
+
+// scaledBy returns the field manager that set d's count when it is not
+// the rollout controller, "" when it is or nothing was noted.
+func (h *handEdits) scaledBy(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	e, ok := h.of(d)
+	if !ok {
+		return ""
+	}
+	return e.scaledBy
 }

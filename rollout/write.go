@@ -35,35 +35,6 @@ func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd
 	return fmt.Errorf("clear %s=%s on Deployment %s: %w", contract.AnnotationCommand, cmd, d.Name, err)
 }
 
-// setSelectorKey sets key=*value in the selector of Service svc, or
-// removes key when value is nil, with a merge patch: one write that the
-// endpoints follow at once. A selector that says so already, or no Service
-// (nil), is nothing to do; so is a Service gone before a removal.
-func (c *Controller) setSelectorKey(ctx context.Context, svc *corev1.Service, key string, value *string) error {
-	if svc == nil {
-		return nil
-	}
-	v, ok := svc.Spec.Selector[key]
-	if value == nil && !ok || value != nil && ok && v == *value {
-		return nil
-	}
-	patched, verb := "null", "remove "+key+" from"
-	if value != nil {
-		patched, verb = fmt.Sprintf("%q", *value), "set "+key+"="+*value+" in"
-	}
-	patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%s}}}`, key, patched)
-	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager})
-	switch {
-	case value == nil && apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("%s the selector of Service %s: %w", verb, svc.Name, err)
-	}
-	c.steered.wrote(out)
-	return nil
-}
-
 // labelPod sets plimsoll.dev/serving on a pod to *value, with
 // plimsoll.dev/served, or removes both when value is nil. A pod gone
 // meanwhile is no error: its replacement is labelled when Ready.
@@ -128,7 +99,26 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
 	c.wroteTemplate(live, want, updated)
+	c.wroteCount(live, updated)
 	return nil
+}
+
+// wroteCount tells of a write of Deployment live, returned as out, that
+// put its own count back over one set outside the controller (`kubectl
+// scale`, `kubectl edit`, a dashboard; see handEdits.scaledBy): a log
+// line and a ScaleRestored Warning Event. The count the Deployment
+// controller's autoscaler set is no such change: the controller writes
+// over it only when an autoscaler has stopped targeting the Deployment
+// (a blue-green color that lost traffic scales down).
+func (c *Controller) wroteCount(live, out *appsv1.Deployment) {
+	by := c.hand.scaledBy(live)
+	if by == "" || by == autoscalerManager || live.Spec.Replicas == nil || out.Spec.Replicas == nil || *live.Spec.Replicas == *out.Spec.Replicas {
+		return
+	}
+	c.log.Info("restored a replica count changed outside Git", "workload", out.Namespace+"/"+out.Labels[contract.LabelWorkload],
+		"deployment", out.Name, "from", *live.Spec.Replicas, "to", *out.Spec.Replicas, "by", by)
+	c.eventFor(out, corev1.EventTypeWarning, ReasonScaleRestored, fmt.Sprintf("the count was set to %d outside Git (by %s): %d written again",
+		*live.Spec.Replicas, by, *out.Spec.Replicas))
 }
 
 // holds reports whether live already is want as far as a write of want
