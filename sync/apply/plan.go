@@ -168,7 +168,10 @@ func (p *Plan) Writes() []*Item {
 
 // Plan labels every desired object with the sync's name, hashes it, reads
 // the live objects, and decides what each needs. desired must be validated
-// (names and namespaces set).
+// (names and namespaces set). An object that another sync applied (it
+// carries plimsoll.dev/sync with another name) is never taken over: the
+// plan fails, joining an *OwnerError for each such object, before anything
+// is dry-run or written (see checkOwners).
 func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory) (*Plan, error) {
 	plan := &Plan{}
 	wanted := make(map[manifest.Key]bool, len(desired))
@@ -199,6 +202,9 @@ func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inven
 
 	live, err := a.readLive(ctx, scopesOf(plan.Items))
 	if err != nil {
+		return nil, err
+	}
+	if err := a.checkOwners(ctx, plan.Items, live); err != nil {
 		return nil, err
 	}
 	for _, it := range plan.Items {
@@ -261,24 +267,33 @@ func scopesOf(items []*Item) []Scope {
 func (a *Applier) readLive(ctx context.Context, scopes []Scope) (map[manifest.Key]*unstructured.Unstructured, error) {
 	selector := metav1.ListOptions{LabelSelector: contract.LabelSync + "=" + a.cfg.SyncName}
 	live := map[manifest.Key]*unstructured.Unstructured{}
+	err := a.listScopes(ctx, scopes, selector, func(obj *unstructured.Unstructured) {
+		live[manifest.Object{Obj: obj}.Key()] = obj
+	})
+	return live, err
+}
+
+// listScopes lists the objects of each scope that opts selects and gives
+// each to add. A namespace that does not exist yet (this sync creates it)
+// holds nothing.
+func (a *Applier) listScopes(ctx context.Context, scopes []Scope, opts metav1.ListOptions, add func(*unstructured.Unstructured)) error {
 	for _, s := range scopes {
 		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.Resource)
 		if s.Namespace != "" {
 			client = a.cfg.Dynamic.Resource(s.Resource).Namespace(s.Namespace)
 		}
-		list, err := client.List(ctx, selector)
+		list, err := client.List(ctx, opts)
 		if err != nil {
 			if isNamespaceGone(err) {
 				continue // the namespace is created by this sync
 			}
-			return nil, fmt.Errorf("list %s in %q: %w", s.Resource.Resource, s.Namespace, err)
+			return fmt.Errorf("list %s in %q: %w", s.Resource.Resource, s.Namespace, err)
 		}
 		for i := range list.Items {
-			obj := &list.Items[i]
-			live[manifest.Object{Obj: obj}.Key()] = obj
+			add(&list.Items[i])
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // EntryOf is the inventory entry of an applied item.
