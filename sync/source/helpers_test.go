@@ -139,12 +139,21 @@ func gitlink(h plumbing.Hash) treeFile { return treeFile{mode: filemode.Submodul
 func writeCommit(t *testing.T, st storer.Storer, files map[string]treeFile) string {
 	t.Helper()
 	root := buildTree(t, st, "", files)
-	c := &object.Commit{
+	h := putCommit(t, st, &object.Commit{
 		Author:    testSignature,
 		Committer: testSignature,
 		Message:   "tree for tests\n",
 		TreeHash:  root,
+	})
+	if err := st.SetReference(plumbing.NewHashReference(plumbing.Main, h)); err != nil {
+		t.Fatalf("update main: %v", err)
 	}
+	return h.String()
+}
+
+// putCommit stores c in st and returns its hash.
+func putCommit(t *testing.T, st storer.EncodedObjectStorer, c *object.Commit) plumbing.Hash {
+	t.Helper()
 	obj := st.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		t.Fatalf("encode commit: %v", err)
@@ -153,10 +162,7 @@ func writeCommit(t *testing.T, st storer.Storer, files map[string]treeFile) stri
 	if err != nil {
 		t.Fatalf("store commit: %v", err)
 	}
-	if err := st.SetReference(plumbing.NewHashReference(plumbing.Main, h)); err != nil {
-		t.Fatalf("update main: %v", err)
-	}
-	return h.String()
+	return h
 }
 
 // buildTree writes the tree of directory dir ("" for the root) and returns

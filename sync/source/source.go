@@ -44,6 +44,9 @@ const (
 	redactedText = "[redacted]"
 	// shortHash is how many hex digits of a commit's name its errors show.
 	shortHash = 7
+	// ancestryCheckEvery is how many commits an ancestry walk reads
+	// between looks at its context.
+	ancestryCheckEvery = 1024
 
 	// armorBegin starts every armored OpenPGP block.
 	armorBegin = "-----BEGIN PGP "
@@ -84,6 +87,11 @@ var (
 	// within Config.Timeout (an unreachable-but-silent or hanging server),
 	// or could not start because an earlier call is still hanging.
 	ErrTimeout = errors.New("no answer from the Git server in time")
+	// ErrAncestryUnknown means the local clone lacks part of the history
+	// between two commits, so whether one descends from the other cannot
+	// be told (see Repository.Descends). The error's text names the
+	// commit that is missing.
+	ErrAncestryUnknown = errors.New("ancestry cannot be told")
 )
 
 // Config says which repository and branch to follow and how.
