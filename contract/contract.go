@@ -172,6 +172,14 @@ const (
 	// nothing: "<its identity> since <time>: the sync is held by <holder>".
 	// It removes the annotation when it takes over or stops.
 	AnnotationBlockedWriter = "plimsoll.dev/blocked-writer"
+	// AnnotationAcceptRewind, set by a person on the sync's ConfigMap,
+	// accepts the commit a sync holds as a rewind (a branch head that does
+	// not descend from the last commit applied, held under
+	// --hold-rewinds): its value is that commit's full hash or a prefix of
+	// at least 7 hex digits, and lets that commit, and no other, be
+	// applied. The sync removes the annotation once it has applied a
+	// commit, so an acceptance serves once.
+	AnnotationAcceptRewind = "plimsoll.dev/accept-rewind"
 	// LeasePrefix starts the name of the Lease a daemon holds while it
 	// writes for a sync: one writer per sync.
 	LeasePrefix = "plimsoll-"

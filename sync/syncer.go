@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -38,6 +37,12 @@ const (
 	ReasonSyncFailed = "SyncFailed"
 	// ReasonHeld is the Event reason of a change held by a sync window.
 	ReasonHeld = "SyncHeld"
+	// ReasonRewindHeld is the Event reason (a Warning) of a branch head
+	// held because it does not descend from the commit applied.
+	ReasonRewindHeld = "RewindHeld"
+	// ReasonRewindAccepted is the Event reason of a held rewind that a
+	// person accepted, recorded as the sync goes on to apply it.
+	ReasonRewindAccepted = "RewindAccepted"
 
 	shortHash = 7
 	// waitsNamed is how many waiting prunes the status message names; it
@@ -46,15 +51,20 @@ const (
 	waitsNamed = 5
 )
 
-// ErrHeld is returned by SyncOnce when a sync window holds the change: the
-// cluster is not at the branch head, but nothing failed.
-var ErrHeld = errors.New("change held by a sync window")
+// ErrHeld is returned by SyncOnce when the change is held, by a sync
+// window or as a rewind waiting to be accepted (see Config.HoldRewinds):
+// the cluster is not at the branch head, but nothing failed.
+var ErrHeld = errors.New("change held")
 
 // Source is the Git side of a sync; *source.Repository implements it.
 type Source interface {
 	Head(ctx context.Context) (string, error)
 	Fetch(ctx context.Context, hash string) error
 	Snapshot(ctx context.Context, hash string) (*source.Snapshot, error)
+	// Descends reports whether commit descends from ancestor, or is it;
+	// an error wrapping source.ErrAncestryUnknown when the fetched history
+	// cannot tell.
+	Descends(ctx context.Context, commit, ancestor string) (bool, error)
 }
 
 // DeploymentSink takes the Deployments of a synced commit: the rollout
@@ -124,6 +134,12 @@ type Config struct {
 	Interval, MaxBackoff time.Duration
 	// Windows hold changes while they say so.
 	Windows window.Windows
+	// HoldRewinds holds a branch head that does not descend from the last
+	// commit applied (a force-push, a replay of an older commit) until a
+	// person accepts it with contract.AnnotationAcceptRewind on the sync's
+	// ConfigMap (see holdRewind); without it such a head is applied as
+	// any other.
+	HoldRewinds bool
 	// Limits bound what one render may read.
 	Limits manifest.Limits
 
@@ -162,6 +178,9 @@ type Syncer struct {
 	quiet *quietMark
 	// full asks the next poll for a full sync (a Trigger or a request).
 	full atomic.Bool
+	// ancestry is the last answer to whether a head descends from the
+	// commit applied (see descends).
+	ancestry *ancestry
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -262,9 +281,10 @@ func backoff(interval, limit time.Duration, n int) time.Duration {
 }
 
 // SyncOnce runs one sync: fetch, render, validate, dry-run, apply, prune,
-// status. It returns nil when the cluster matches the branch head, an error
-// wrapping ErrHeld when a window holds the change, and the failure
-// otherwise; the failure is also in the sync status and in an Event.
+// status. It returns nil when the cluster matches the branch head, an
+// error wrapping ErrHeld when a window holds the change or a rewind waits
+// to be accepted, and the failure otherwise; the failure is also in the
+// sync status and in an Event.
 func (s *Syncer) SyncOnce(ctx context.Context) error {
 	return s.syncOnce(ctx, "")
 }
@@ -289,6 +309,11 @@ func (s *Syncer) syncOnce(ctx context.Context, head string) error {
 		status, outcome, err = s.sync(ctx, &rec, head)
 		if repair != "" && err == nil {
 			status.Message += "; " + repair
+		}
+		if outcome == outcomeSynced {
+			// An acceptance serves once: the rewind it accepted is applied,
+			// or the branch came back to the applied history.
+			rec.SpentRewind = rec.AcceptRewind
 		}
 	}
 	if s.cfg.Notifier != nil {
@@ -335,6 +360,12 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	}
 	redact := newRedactor(objs)
 
+	if st, held, err := s.holdRewind(ctx, rec, fetched); held || err != nil {
+		if !held {
+			return s.failed(ctx, fetched, head, "rewind check", err), outcomeFailed, err
+		}
+		return st, outcomeHeld, err
+	}
 	if st, held, err := s.hold(ctx, prev, fetched); held {
 		return st, outcomeHeld, err
 	}
@@ -344,8 +375,12 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	}
 	plan, changes, err := s.applyCommit(ctx, objs, rec, snap.Commit)
 	if err != nil {
+		step := "apply"
+		if owned := (*apply.OwnerError)(nil); errors.As(err, &owned) {
+			step = "ownership check"
+		}
 		err = redact.err(err)
-		return s.failed(ctx, fetched, head, "apply", err), outcomeFailed, err
+		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
 	}
 	pruned, err := s.prune(ctx, plan, rec)
 	if err != nil {
@@ -371,64 +406,6 @@ func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error)
 		err = manifest.Confine(objs, s.cfg.Namespaces)
 	}
 	return objs, err
-}
-
-// hold reports whether a sync window holds the fetched commit, and the
-// status to record then. A commit the cluster already runs is not held,
-// but nothing is written while the window is shut, drift included.
-func (s *Syncer) hold(ctx context.Context, prev, fetched inventory.Status) (inventory.Status, bool, error) {
-	held, until, reason := s.cfg.Windows.Held(s.cfg.Clock.Now().UTC())
-	switch {
-	case !held:
-		return inventory.Status{}, false, nil
-	case fetched.FetchedCommit == prev.Commit:
-		fetched.State = contract.SyncSynced
-		return fetched, true, nil
-	}
-	msg := fmt.Sprintf("commit %s held until %s: %s", short(fetched.FetchedCommit), until.Format(time.RFC3339), reason)
-	if prev.State != contract.SyncHeld || prev.Message != msg {
-		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonHeld, msg)
-		s.cfg.Log.Info("sync held", "sync", s.cfg.Name, "commit", short(fetched.FetchedCommit), "until", until, "reason", reason)
-	}
-	fetched.State, fetched.Message = contract.SyncHeld, msg
-	return fetched, true, fmt.Errorf("%w: %s", ErrHeld, msg)
-}
-
-// synced reports an applied commit: logs, metrics, an Event when anything
-// happened, and the status to record.
-func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult) inventory.Status {
-	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(commit.Hash))
-	for _, c := range changes {
-		log.Info("applied", "object", c.Key.String(), "action", string(c.Action), "origin", c.Item.Object.Origin.String())
-	}
-	for _, key := range pruned.Deleted {
-		log.Info("pruned", "object", key.String())
-	}
-	s.cfg.Metrics.objects(changes, pruned)
-	waits := describeWaits(pruned.Waiting)
-	s.applied = &appliedPass{commit: commit.Hash, plan: plan, waiting: len(pruned.Waiting) > 0}
-	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
-		summary := summarize(changes, pruned, len(plan.Items))
-		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
-			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, joinNonEmpty(summary, waits)))
-		log.Info("sync applied", "summary", summary)
-	}
-	done := fetched
-	done.State, done.Commit = contract.SyncSynced, commit.Hash
-	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items)), waits)
-	if waits != "" && done.Message != prev.Message {
-		// Logged when the waits change, not at every poll they last.
-		for _, w := range pruned.Waiting {
-			log.Info("prune waits", "object", w.Key.String(), "detail", w.String())
-		}
-	}
-	return done
-}
-
-// joinNonEmpty joins the parts of a status line that are not empty with
-// "; ".
-func joinNonEmpty(parts ...string) string {
-	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "; ")
 }
 
 // applyCommit plans, dry-runs and applies the commit's objects, hands the
@@ -509,73 +486,6 @@ func (s *Syncer) prune(ctx context.Context, plan *apply.Plan, rec *inventory.Rec
 		delete(rec.Inventory, ref)
 	}
 	return pruned, err
-}
-
-// stale records a failure to read the source: the cluster keeps running the
-// last applied commit, and StaleSince says since when it may be behind.
-func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) inventory.Status {
-	st := prev
-	if st.StaleSince == "" {
-		st.StaleSince = s.cfg.Clock.Now().UTC().Format(time.RFC3339)
-	}
-	st.State = contract.SyncFailed
-	st.Message = fmt.Sprintf("cannot read the source (stale since %s; still running %s): %v", st.StaleSince, shortOrNone(st.Commit), err)
-	s.report(ctx, st, err)
-	return st
-}
-
-// failed records a failed sync of commit head: nothing of it was applied
-// (or, for an apply error, not all of it), and nothing was pruned.
-func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
-	s.handedOff = "" // the next good commit is handed over in full again
-	// A kind the cache still maps may be gone (a CRD deleted by hand):
-	// the next sync discovers afresh.
-	s.cfg.Applier.ResetDiscovery()
-	st := prev
-	st.State = contract.SyncFailed
-	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))
-	s.report(ctx, st, err)
-	return st
-}
-
-// report logs a failure and records it as a Warning Event; the same
-// failure again increments the Event's count (the recorder aggregates).
-func (s *Syncer) report(ctx context.Context, st inventory.Status, err error) {
-	s.cfg.Log.Error("sync failed", "sync", s.cfg.Name, "err", oneLine(err))
-	s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeWarning, ReasonSyncFailed, st.Message)
-}
-
-func summarize(changes []apply.Change, pruned apply.PruneResult, total int) string {
-	counts := map[apply.Action]int{}
-	for _, c := range changes {
-		counts[c.Action]++
-	}
-	return fmt.Sprintf("%d objects, %d created, %d configured, %d restored, %d pruned",
-		total, counts[apply.ActionCreate], counts[apply.ActionUpdate], counts[apply.ActionRestore], len(pruned.Deleted))
-}
-
-// describeWaits is the status line of the prunes that wait for the
-// workloads referring to them, "" for none: "1 prune waits: ConfigMap
-// shop/app-config-5g2h7 (referenced by Deployment web, revision 3
-// Progressing; rollback target)". With 7 waiting, 5 are named and ", and 2
-// more" ends the line.
-func describeWaits(waits []apply.Waiting) string {
-	if len(waits) == 0 {
-		return ""
-	}
-	head := fmt.Sprintf("%d prunes wait: ", len(waits))
-	if len(waits) == 1 {
-		head = "1 prune waits: "
-	}
-	named := make([]string, 0, waitsNamed)
-	for _, w := range waits[:min(len(waits), waitsNamed)] {
-		named = append(named, w.String())
-	}
-	line := head + strings.Join(named, ", ")
-	if more := len(waits) - len(named); more > 0 {
-		line += fmt.Sprintf(", and %d more", more)
-	}
-	return line
 }
 
 func short(hash string) string {

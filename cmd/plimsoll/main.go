@@ -44,6 +44,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage: true,
 	}
 	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newDiffCommand(), newStatusCommand(), newTraceCommand())
+	root.AddCommand(newAcceptRewindCommand())
 	root.AddCommand(newRolloutCommands()...)
 	return root
 }

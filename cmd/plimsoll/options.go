@@ -51,10 +51,12 @@ type sourceOptions struct {
 	syncName           string
 	statusNamespace    string
 	prune, allowEmpty  bool
-	windows            []string
-	cacheDir           string
-	gitTimeout         time.Duration
-	logFormat          string
+	// holdRewinds is --hold-rewinds (run and sync only).
+	holdRewinds bool
+	windows     []string
+	cacheDir    string
+	gitTimeout  time.Duration
+	logFormat   string
 
 	gitUsername                     string
 	gitPasswordFile, gitPasswordEnv string

@@ -53,6 +53,7 @@ func newRunCommand() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.addHoldRewindsFlag(cmd.Flags())
 	o.notify.addFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.interval, "interval", psync.DefaultInterval, "how often to poll the repository")
 	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")

@@ -76,6 +76,7 @@ are Healthy. A timeout exits non-zero, naming the workloads still rolling.`,
 	cmd.Flags().BoolVar(&waitRollouts, "wait", false, "also wait until every workload of the commit is Healthy or Degraded")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "how long --wait waits")
 	o.addFlags(cmd.Flags())
+	o.addHoldRewindsFlag(cmd.Flags())
 	no.addFlags(cmd.Flags())
 	return cmd
 }

@@ -35,6 +35,11 @@ const (
 	// FieldManager is the field manager of every write to the record.
 	FieldManager = managedBy
 
+	// MinAcceptDigits is the shortest prefix of a commit's hash that
+	// accepts it as a rewind (contract.AnnotationAcceptRewind): the short
+	// hash the status shows.
+	MinAcceptDigits = 7
+
 	managedBy   = "plimsoll"
 	noNamespace = "-"
 )
@@ -81,6 +86,14 @@ type Record struct {
 	// BlockedWriter is the note of a daemon that finds the sync held by
 	// another (contract.AnnotationBlockedWriter); read, never written here.
 	BlockedWriter string
+	// AcceptRewind is the commit a person accepted as a rewind
+	// (contract.AnnotationAcceptRewind), "" for none; read, never written
+	// here. Save removes the annotation when SpentRewind names it.
+	AcceptRewind string
+	// SpentRewind, when set, is an AcceptRewind value that has served: Save
+	// removes the annotation if it still holds that value, and leaves one
+	// a person set meanwhile.
+	SpentRewind string
 }
 
 // Missing is Record.Lost of a sync whose record does not exist: one that
@@ -181,6 +194,9 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 	set(contract.AnnotationFetchedCommit, rec.Status.FetchedCommit)
 	set(contract.AnnotationMessage, rec.Status.Message)
 	set(contract.AnnotationStaleSince, rec.Status.StaleSince)
+	if rec.SpentRewind != "" && cm.Annotations[contract.AnnotationAcceptRewind] == rec.SpentRewind {
+		delete(cm.Annotations, contract.AnnotationAcceptRewind)
+	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
@@ -197,7 +213,7 @@ func decode(cm *corev1.ConfigMap) Record {
 		FetchedCommit: a[contract.AnnotationFetchedCommit],
 		Message:       a[contract.AnnotationMessage],
 		StaleSince:    a[contract.AnnotationStaleSince],
-	}, BlockedWriter: a[contract.AnnotationBlockedWriter]}
+	}, BlockedWriter: a[contract.AnnotationBlockedWriter], AcceptRewind: a[contract.AnnotationAcceptRewind]}
 	inv, err := ParseInventory(cm.Data[DataInventory])
 	if err != nil {
 		rec.Lost = fmt.Sprintf("the inventory of %s/%s does not parse: %v", cm.Namespace, cm.Name, err)

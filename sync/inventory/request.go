@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,29 +29,74 @@ func (s *Store) Request(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// WatchRequests calls notify each time contract.AnnotationRequestedAt of the sync's
-// ConfigMap takes a new value, until ctx ends. The value it finds first,
-// and the ConfigMap's creation by the first Save, are not requests.
+// WatchRequests calls notify each time contract.AnnotationRequestedAt or
+// contract.AnnotationAcceptRewind of the sync's ConfigMap takes a new
+// value (an accepted rewind is applied at once), until ctx ends. The
+// values it finds first, the ConfigMap's creation by the first Save, and
+// an annotation removed are not requests.
 func (s *Store) WatchRequests(ctx context.Context, notify func()) {
 	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
 		}))
 	informer := factory.Core().V1().ConfigMaps().Informer()
-	requested := func(obj any) string {
+	requested := func(obj any, key string) string {
 		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == s.name {
-			return cm.Annotations[contract.AnnotationRequestedAt]
+			return cm.Annotations[key]
 		}
 		return ""
 	}
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
-			if now := requested(obj); now != "" && now != requested(old) {
-				notify()
+			for _, key := range []string{contract.AnnotationRequestedAt, contract.AnnotationAcceptRewind} {
+				if now := requested(obj, key); now != "" && now != requested(old, key) {
+					notify()
+					return
+				}
 			}
 		},
 	})
 	factory.Start(ctx.Done())
 	<-ctx.Done()
 	factory.Shutdown()
+}
+
+// AcceptRewind accepts the commit the sync holds as a rewind, by setting
+// contract.AnnotationAcceptRewind to its full hash, and returns that
+// hash. commit is the full hash or a prefix of at least 7 hex digits; it
+// must name the commit the record holds (status Held, fetched commit),
+// and the write holds only if the record is still the one read, so a
+// person accepts what they saw and nothing pushed since.
+func (s *Store) AcceptRewind(ctx context.Context, commit string) (string, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read sync record %s/%s: %w", s.namespace, s.name, err)
+	}
+	rec := decode(cm)
+	held := rec.Status.FetchedCommit
+	switch {
+	case len(strings.TrimSpace(commit)) < MinAcceptDigits:
+		return "", fmt.Errorf("commit %q: give at least %d hex digits of the held commit", commit, MinAcceptDigits)
+	case rec.Status.State != contract.SyncHeld:
+		return "", fmt.Errorf("sync %s holds no commit (status %q): %s", s.syncName, rec.Status.State, rec.Status.Message)
+	case !Accepts(commit, held):
+		return "", fmt.Errorf("sync %s holds commit %s, not %s: %s", s.syncName, held, commit, rec.Status.Message)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, cm.ResourceVersion, contract.AnnotationAcceptRewind, held)
+	_, err = s.client.CoreV1().ConfigMaps(s.namespace).Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: managedBy})
+	if apierrors.IsConflict(err) {
+		return "", fmt.Errorf("accept commit %s: the sync record %s/%s changed meanwhile; look at it again", held, s.namespace, s.name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("accept commit %s on %s/%s: %w", held, s.namespace, s.name, err)
+	}
+	return held, nil
+}
+
+// Accepts reports whether accept, a contract.AnnotationAcceptRewind
+// value, names commit: its full hash, or a prefix of at least
+// MinAcceptDigits hex digits, in either case.
+func Accepts(accept, commit string) bool {
+	accept = strings.ToLower(strings.TrimSpace(accept))
+	return len(accept) >= MinAcceptDigits && strings.HasPrefix(commit, accept)
 }
