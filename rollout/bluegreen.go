@@ -141,11 +141,11 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		changed = true
 		c.eventSwitching(idle, from, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
 	}
-	recorded, err := strategies.ReadStatus(annotationsOf(bg.primary()))
+	recorded, err := strategies.ReadStatus(recordedAnnotations(bg.primary(), bg.w.rsets))
 	if err != nil {
 		return false, err
 	}
-	state := readState(annotationsOf(bg.primary()))
+	state := readState(recordedAnnotations(bg.primary(), bg.w.rsets))
 	if bg.primary() == bg.legacy {
 		// The previous strategy's state (a canary's step, pause or run)
 		// means nothing here: blue-green starts afresh.
@@ -158,7 +158,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	desired := strategies.TemplateHash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
 	active := bg.deployment(strategies.Color(bg.active.Spec.Selector[contract.LabelColor]))
-	if bg.active.Spec.Selector[contract.LabelColor] != "" && recorded.Phase == strategies.PhaseHealthy && undoneByHand(active, git, recorded, desired) {
+	if bg.active.Spec.Selector[contract.LabelColor] != "" && c.rewoundByHand(active, bg.w.rsets) && undoneByHand(active, git, recorded, desired) {
 		// The active color's template was put back by hand to an earlier
 		// one (`kubectl rollout undo`): Git's revision goes out again, to
 		// the other color, and swaps in as any revision does.

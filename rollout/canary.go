@@ -81,11 +81,11 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	changed := false
-	recorded, err := strategies.ReadStatus(annotationsOf(cy.stable))
+	recorded, err := strategies.ReadStatus(recordedAnnotations(cy.stable, cy.w.rsets))
 	if err != nil {
 		return false, err
 	}
-	state := readState(annotationsOf(cy.stable))
+	state := readState(recordedAnnotations(cy.stable, cy.w.rsets))
 	// A blue-green workload switching to canary: the color that serves
 	// is the last revision that went live, and the stable Deployment
 	// takes its template; the revisions count on from the colors.
@@ -127,12 +127,16 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 			// Git's revision serves, its template changed by hand: Git's
 			// goes out again, as the promotion wrote it.
 			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
-		case !fromRolling && recorded.Phase == strategies.PhaseHealthy && undoneByHand(cy.stable, git, recorded, desired):
+		case !fromRolling && c.rewoundByHand(cy.stable, cy.w.rsets) && undoneByHand(cy.stable, git, recorded, desired):
 			// Git's revision was promoted, and the stable's template put
-			// back by hand to an earlier one (`kubectl rollout undo`): Git's
-			// goes out again on the stable, as the same revision, not
-			// through the canary steps a new revision takes.
+			// back by hand to an earlier one with `kubectl rollout undo`,
+			// which rewinds its annotations too (a revision in flight
+			// keeps its previous template on the stable, its own
+			// annotations): Git's goes out again on the stable, as the
+			// same revision, not through the canary steps a new revision
+			// takes.
 			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+			setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAnnotations(cy.stable, cy.w.rsets)[AnnotationChangeCause])
 			c.templateRestored(cy.stable, "")
 		}
 		if fromRolling {

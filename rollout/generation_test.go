@@ -52,3 +52,31 @@ func TestSpecGenerations(t *testing.T) {
 		t.Errorf("after forget: generation %d presented, want 11", got)
 	}
 }
+
+// TestIntendPastWhatWasObserved: a Deployment presented at generation 7
+// (status writes took it to 9, and the Deployment controller observed 9)
+// that is to take a new template reads as not yet observed: 10, not 8,
+// so that the old template's conditions (a deadline exceeded) are not
+// read as the new one's. A status-only intent moves on by one.
+func TestIntendPastWhatWasObserved(t *testing.T) {
+	two, three := int32(2), int32(3)
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-green", Generation: 7},
+		Spec: appsv1.DeploymentSpec{Replicas: &two}, Status: appsv1.DeploymentStatus{ObservedGeneration: 9}}
+	for _, tt := range []struct {
+		name string
+		want *appsv1.Deployment
+		gen  int64
+	}{
+		{"a new spec", &appsv1.Deployment{ObjectMeta: live.ObjectMeta, Spec: appsv1.DeploymentSpec{Replicas: &three}}, 10},
+		{"status only", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-green", Annotations: map[string]string{"a": "b"}},
+			Spec: appsv1.DeploymentSpec{Replicas: &two}}, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &workload{deploys: map[string]*appsv1.Deployment{}}
+			w.intend(live, tt.want)
+			if got := w.deploys["api-green"]; got.Generation != tt.gen || got.Status.ObservedGeneration != 9 {
+				t.Errorf("intended generation %d observed %d, want %d observed 9", got.Generation, got.Status.ObservedGeneration, tt.gen)
+			}
+		})
+	}
+}

@@ -188,6 +188,58 @@ func (c *Controller) templateRestored(d *appsv1.Deployment, where string) {
 	c.eventFor(d, corev1.EventTypeWarning, ReasonTemplateRestored, msg)
 }
 
+// recordedAnnotations returns the annotations that record the status and
+// state of Deployment d: its own, or, when `kubectl rollout undo` has put
+// an earlier revision's over them, those of the ReplicaSet of d that
+// records a later revision (see rewound).
+func recordedAnnotations(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet) map[string]string {
+	if rs := rewound(d, rsets); rs != nil {
+		return rs.Annotations
+	}
+	return annotationsOf(d)
+}
+
+// rewound returns the ReplicaSet of Deployment d (one d controls) that
+// records a later plimsoll.dev/revision than d itself, nil when none does.
+// The Deployment controller copies a Deployment's annotations onto its
+// newest ReplicaSet, so none records more than the Deployment, until
+// `kubectl rollout undo` copies the annotations of the ReplicaSet it goes
+// back to onto the Deployment, the status of that earlier revision
+// included: revision 2 Healthy reads as revision 1, and Git's template,
+// put back, as a revision 2 of its own. The ReplicaSet that records the
+// latest revision tells what was.
+func rewound(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	if d == nil {
+		return nil
+	}
+	own, err := strategies.ReadStatus(d.Annotations)
+	if err != nil {
+		return nil
+	}
+	var latest *appsv1.ReplicaSet
+	best := own.Revision
+	for _, rs := range rsets {
+		if !metav1.IsControlledBy(rs, d) {
+			continue
+		}
+		if st, err := strategies.ReadStatus(rs.Annotations); err == nil && st.Revision > best {
+			latest, best = rs, st.Revision
+		}
+	}
+	return latest
+}
+
+// rewoundByHand reports whether the status annotations of Deployment d
+// were written over by someone else than the controller: `kubectl rollout
+// undo` copies the annotations of the ReplicaSet it goes back to, and
+// owns them from then on. On a canary's stable Deployment that
+// ReplicaSet, the newest until the promotion, may record the very
+// revision the Deployment does (see rewound), and only who wrote them
+// tells.
+func (c *Controller) rewoundByHand(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet) bool {
+	return rewound(d, rsets) != nil || c.hand.rewrote(d) != ""
+}
+
 // undoneByHand reports whether Deployment d, which ran Git's revision of
 // hash (recorded says so, and not failed), now carries another template
 // that the controller stamped, the template of an earlier revision: put

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -175,5 +176,26 @@ func TestTemplateWriteOfACreation(t *testing.T) {
 	want := gitDeployment("v1", nil)
 	if newTemplateChecks().wrote(nil, want, want, 1) {
 		t.Error("a creation counted as a restore")
+	}
+}
+
+// TestRewound finds the ReplicaSet that records a later revision than its
+// Deployment, as after `kubectl rollout undo` copied an earlier
+// ReplicaSet's annotations onto it; a ReplicaSet of another Deployment,
+// or one that records no more than the Deployment, is none.
+func TestRewound(t *testing.T) {
+	yes := true
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "web-uid",
+		Annotations: map[string]string{contract.AnnotationRevision: "1"}}}
+	rs := func(name string, uid types.UID, revision string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations:     map[string]string{contract.AnnotationRevision: revision},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: uid, Controller: &yes}}}}
+	}
+	if got := rewound(d, []*appsv1.ReplicaSet{rs("web-a", "web-uid", "1"), rs("web-b", "web-uid", "2")}); got == nil || got.Name != "web-b" {
+		t.Errorf("rewound = %v, want web-b, which records revision 2", got)
+	}
+	if got := rewound(d, []*appsv1.ReplicaSet{rs("web-a", "web-uid", "1"), rs("other-b", "other-uid", "2")}); got != nil {
+		t.Errorf("rewound = %s, want none: the later revision is another Deployment's", got.Name)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
@@ -101,9 +102,18 @@ func (w *workload) hasAny(suffixes []string) bool {
 // a Deployment just written.
 func (w *workload) intend(live, want *appsv1.Deployment) {
 	d := want.DeepCopy()
-	if live == nil {
+	switch {
+	case live == nil:
 		d.Generation, d.Status = 1, appsv1.DeploymentStatus{}
-	} else {
+	case !equality.Semantic.DeepEqual(live.Spec, want.Spec):
+		// A new spec: past what the Deployment controller observed, which
+		// may be ahead of live's generation as presented (see
+		// specGenerations.of: status writes since the spec changed last
+		// are not counted). Read as observed, the old spec's conditions
+		// (a progress deadline exceeded by the revision before) would
+		// fail the new template before it goes out.
+		d.Generation, d.Status = max(live.Generation, live.Status.ObservedGeneration)+1, *live.Status.DeepCopy()
+	default:
 		d.Generation, d.Status = live.Generation+1, *live.Status.DeepCopy()
 	}
 	if w.intended == nil {

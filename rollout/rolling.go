@@ -56,7 +56,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	recorded := strategies.Status{}
 	if live != nil {
 		var err error
-		if recorded, err = strategies.ReadStatus(live.Annotations); err != nil {
+		if recorded, err = strategies.ReadStatus(recordedAnnotations(live, w.rsets)); err != nil {
 			return err
 		}
 	}
@@ -130,7 +130,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			// Git's revision, its template replaced by hand (`kubectl
 			// rollout undo`): Git's goes out again, as the same revision.
 			undone = true
-			keepAnnotation(obj, live, AnnotationChangeCause)
+			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, recordedAnnotations(live, w.rsets)[AnnotationChangeCause])
 		default:
 			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 		}
@@ -166,6 +166,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return fmt.Errorf("encode the Deployment: %w", err)
 		}
 		force := true
+		scaledBy := c.hand.scaledBy(live)
 		out, err := c.client.AppsV1().Deployments(w.ns).Patch(ctx, git.Name, types.ApplyPatchType, body,
 			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 		if err != nil {
@@ -173,7 +174,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		}
 		c.written.wrote(out)
 		c.wroteTemplate(live, obj, out)
-		c.wroteCount(live, out)
+		c.wroteCount(live, out, scaledBy)
 		if undone {
 			c.templateRestored(out, "")
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/takeover"
 )
 
@@ -82,6 +83,19 @@ func setTrim(hand *handEdits, informers ...cache.SharedIndexInformer) {
 type handEdits struct {
 	mu sync.Mutex
 	by map[string]handEdit
+	// unrestored holds, by namespace/name, who set the count of a
+	// Deployment that the controller wrote since without putting its own
+	// count back (a status write while the restore waited for the
+	// endpoints): such a write makes the controller the field's owner,
+	// and the count would no longer read as set by hand when it is put
+	// back.
+	unrestored map[string]scaledCount
+}
+
+// scaledCount is who set the count of a Deployment of uid outside Git.
+type scaledCount struct {
+	uid types.UID
+	by  string
 }
 
 type handEdit struct {
@@ -92,10 +106,16 @@ type handEdit struct {
 	// scaledBy is the field manager that owns spec.replicas, when it is
 	// not the rollout controller.
 	scaledBy string
+	// statusBy is the field manager that owns one of the status
+	// annotations (message, phase, revision), when it is not the rollout
+	// controller: kubectl-rollout after `kubectl rollout undo` put an
+	// earlier ReplicaSet's annotations back (the field manager owns those
+	// whose values it changed).
+	statusBy string
 }
 
 func newHandEdits() *handEdits {
-	return &handEdits{by: map[string]handEdit{}}
+	return &handEdits{by: map[string]handEdit{}, unrestored: map[string]scaledCount{}}
 }
 
 // note records whether kubectl owns a field of the pod template of obj, a
@@ -111,10 +131,15 @@ func (h *handEdits) note(obj any) {
 	if owner := takeover.OwnerOf(d.ManagedFields, "spec", "replicas"); owner != FieldManager {
 		e.scaledBy = owner
 	}
+	for _, key := range []string{contract.AnnotationMessage, contract.AnnotationPhase, contract.AnnotationRevision} {
+		if owner := takeover.OwnerOf(d.ManagedFields, "metadata", "annotations", key); owner != FieldManager && owner != "" {
+			e.statusBy = owner
+		}
+	}
 	key := d.Namespace + "/" + d.Name
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e.template || e.scaledBy != "" {
+	if e.template || e.scaledBy != "" || e.statusBy != "" {
 		h.by[key] = e
 	} else {
 		delete(h.by, key)
@@ -136,9 +161,9 @@ func (h *handEdits) ownsTemplate(d *appsv1.Deployment) bool {
 	return ok && e.template
 }
 
-// scaledBy returns the field manager that set d's count when it is not
-// the rollout controller, "" when it is or nothing was noted.
-func (h *handEdits) scaledBy(d *appsv1.Deployment) string {
+// rewrote returns the field manager other than the controller that wrote
+// d's status annotations last, "" when none did.
+func (h *handEdits) rewrote(d *appsv1.Deployment) string {
 	if d == nil {
 		return ""
 	}
@@ -146,5 +171,38 @@ func (h *handEdits) scaledBy(d *appsv1.Deployment) string {
 	if !ok {
 		return ""
 	}
-	return e.scaledBy
+	return e.statusBy
+}
+
+// scaledBy returns the field manager that set d's count when it is not
+// the rollout controller, "" when it is or nothing was noted: as the
+// version of d the informer noted tells, or as a write of the controller
+// that kept that count remembered (see wroteCount).
+func (h *handEdits) scaledBy(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	if e, ok := h.of(d); ok && e.scaledBy != "" {
+		return e.scaledBy
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if u, ok := h.unrestored[d.Namespace+"/"+d.Name]; ok && u.uid == d.UID {
+		return u.by
+	}
+	return ""
+}
+
+// keepScaledBy remembers that d's count, set by by, is still to be put
+// back; forgetScaledBy that it was, or that d is gone.
+func (h *handEdits) keepScaledBy(d *appsv1.Deployment, by string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unrestored[d.Namespace+"/"+d.Name] = scaledCount{uid: d.UID, by: by}
+}
+
+func (h *handEdits) forgetScaledBy(ns, name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.unrestored, ns+"/"+name)
 }

@@ -92,6 +92,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 			return err
 		}
 	}
+	scaledBy := c.hand.scaledBy(live)
 	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("update Deployment %s: %w", want.Name, err)
@@ -99,22 +100,30 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
 	c.wroteTemplate(live, want, updated)
-	c.wroteCount(live, updated)
+	c.wroteCount(live, updated, scaledBy)
 	return nil
 }
 
 // wroteCount tells of a write of Deployment live, returned as out, that
 // put its own count back over one set outside the controller (`kubectl
 // scale`, `kubectl edit`, a dashboard; see handEdits.scaledBy): a log
-// line and a ScaleRestored Warning Event. The count the Deployment
-// controller's autoscaler set is no such change: the controller writes
-// over it only when an autoscaler has stopped targeting the Deployment
-// (a blue-green color that lost traffic scales down).
-func (c *Controller) wroteCount(live, out *appsv1.Deployment) {
-	by := c.hand.scaledBy(live)
-	if by == "" || by == autoscalerManager || live.Spec.Replicas == nil || out.Spec.Replicas == nil || *live.Spec.Replicas == *out.Spec.Replicas {
+// line and a ScaleRestored Warning Event. A write that keeps such a count
+// (the plan waits for the endpoints before it scales down) leaves it
+// remembered, for the write that puts the count back to tell. The count
+// the Deployment controller's autoscaler set is no such change: the
+// controller writes over it only when an autoscaler has stopped
+// targeting the Deployment (a blue-green color that lost traffic scales
+// down). by is c.hand.scaledBy(live), read before the write: the write's
+// own watch event may have replaced what was noted of live by then.
+func (c *Controller) wroteCount(live, out *appsv1.Deployment, by string) {
+	switch {
+	case by == "" || by == autoscalerManager || live.Spec.Replicas == nil || out.Spec.Replicas == nil:
+		return
+	case *live.Spec.Replicas == *out.Spec.Replicas:
+		c.hand.keepScaledBy(out, by)
 		return
 	}
+	c.hand.forgetScaledBy(out.Namespace, out.Name)
 	c.log.Info("restored a replica count changed outside Git", "workload", out.Namespace+"/"+out.Labels[contract.LabelWorkload],
 		"deployment", out.Name, "from", *live.Spec.Replicas, "to", *out.Spec.Replicas, "by", by)
 	c.eventFor(out, corev1.EventTypeWarning, ReasonScaleRestored, fmt.Sprintf("the count was set to %d outside Git (by %s): %d written again",
