@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +55,13 @@ type TracePod struct {
 	// Serving is the canary's plimsoll.dev/serving label.
 	Serving  bool `json:"serving"`
 	Deleting bool `json:"deleting"`
+	// ReplicaSet is the ReplicaSet that owns the pod, "" for none.
+	ReplicaSet string `json:"replicaSet,omitempty"`
 }
+
+// missingService is the selector a trace shows for a Service that does not
+// exist.
+const missingService = "(no such Service)"
 
 // TraceService is a Service the workload's strategy steers, with the pods
 // its EndpointSlices list as ready.
@@ -73,7 +80,6 @@ func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string
 	if err != nil {
 		return Trace{}, err
 	}
-	tr := Trace{Workload: w}
 	selector := metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name}
 	deploys, err := client.AppsV1().Deployments(ns).List(ctx, selector)
 	if err != nil {
@@ -87,12 +93,30 @@ func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string
 	if err != nil {
 		return Trace{}, fmt.Errorf("list the pods of %s: %w", name, err)
 	}
-	services := map[string]bool{}
-	for _, d := range deploys.Items {
+	ds := pointers(deploys.Items)
+	tr := NewTrace(w, ds, pointers(rsets.Items), pointers(pods.Items))
+	for _, svc := range ServiceNames(ds) {
+		ts, err := traceService(ctx, client, ns, svc)
+		if err != nil {
+			return Trace{}, err
+		}
+		tr.Services = append(tr.Services, ts)
+	}
+	return tr, nil
+}
+
+// NewTrace is the trace of workload w without its Services, from the
+// Deployments, ReplicaSets and pods labelled with its name, each list
+// sorted by name; the caller adds the Services (see ServiceNames and
+// NewTraceService). It reads only what it is given, so a cache's copies
+// will do.
+func NewTrace(w Workload, deploys []*appsv1.Deployment, rsets []*appsv1.ReplicaSet, pods []*corev1.Pod) Trace {
+	tr := Trace{Workload: w}
+	for _, d := range deploys {
 		td := TraceDeployment{Name: d.Name, Role: d.Annotations[contract.AnnotationRole], Desired: ptrValue(d.Spec.Replicas),
 			Ready: d.Status.ReadyReplicas, Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
-		for _, rs := range rsets.Items {
-			owner := metav1.GetControllerOf(&rs)
+		for _, rs := range rsets {
+			owner := metav1.GetControllerOf(rs)
 			if owner == nil || owner.UID != d.UID || (ptrValue(rs.Spec.Replicas) == 0 && rs.Status.Replicas == 0) {
 				continue
 			}
@@ -101,27 +125,46 @@ func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string
 		}
 		slices.SortFunc(td.ReplicaSets, func(a, b TraceReplicaSet) int { return cmp.Compare(a.Name, b.Name) })
 		tr.Deployments = append(tr.Deployments, td)
+	}
+	slices.SortFunc(tr.Deployments, func(a, b TraceDeployment) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range pods {
+		ready, _ := strategies.PodReadiness(p)
+		tp := TracePod{Name: p.Name, Image: firstImage(p.Spec), Ready: ready,
+			Serving: p.Labels[contract.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil}
+		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "ReplicaSet" {
+			tp.ReplicaSet = owner.Name
+		}
+		tr.Pods = append(tr.Pods, tp)
+	}
+	slices.SortFunc(tr.Pods, func(a, b TracePod) int { return cmp.Compare(a.Name, b.Name) })
+	return tr
+}
+
+// ServiceNames are the Services the annotations of a workload's
+// Deployments name (active, preview, canary), sorted, each once.
+func ServiceNames(deploys []*appsv1.Deployment) []string {
+	services := map[string]bool{}
+	for _, d := range deploys {
 		for _, key := range []string{contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService} {
 			if svc := d.Annotations[key]; svc != "" {
 				services[svc] = true
 			}
 		}
 	}
-	slices.SortFunc(tr.Deployments, func(a, b TraceDeployment) int { return cmp.Compare(a.Name, b.Name) })
-	for _, p := range pods.Items {
-		ready, _ := strategies.PodReadiness(&p)
-		tr.Pods = append(tr.Pods, TracePod{Name: p.Name, Image: firstImage(p.Spec), Ready: ready,
-			Serving: p.Labels[contract.LabelServing] == "true", Deleting: p.DeletionTimestamp != nil})
+	return slices.Sorted(maps.Keys(services))
+}
+
+// NewTraceService is Service name as a trace shows it: its selector and
+// the pods its EndpointSlices hold as ready; a nil svc shows as missing.
+func NewTraceService(name string, svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) TraceService {
+	ts := TraceService{Name: name}
+	if svc == nil {
+		ts.Selector = missingService
+		return ts
 	}
-	slices.SortFunc(tr.Pods, func(a, b TracePod) int { return cmp.Compare(a.Name, b.Name) })
-	for _, svc := range slices.Sorted(maps.Keys(services)) {
-		ts, err := traceService(ctx, client, ns, svc)
-		if err != nil {
-			return Trace{}, err
-		}
-		tr.Services = append(tr.Services, ts)
-	}
-	return tr, nil
+	ts.Selector = labels.Set(svc.Spec.Selector).String()
+	ts.ReadyPods = strategies.ReadyPods(endpointSlices)
+	return ts
 }
 
 // Done reports whether the rollout has ended: Healthy or Degraded.
@@ -132,34 +175,29 @@ func (t Trace) Done() bool {
 // traceService reads Service name's selector and ready endpoints; a
 // missing Service shows as such.
 func traceService(ctx context.Context, client kubernetes.Interface, ns, name string) (TraceService, error) {
-	ts := TraceService{Name: name}
 	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		ts.Selector = "(no such Service)"
-		return ts, nil
+		return NewTraceService(name, nil, nil), nil
 	}
 	if err != nil {
-		return ts, fmt.Errorf("read Service %s: %w", name, err)
+		return TraceService{Name: name}, fmt.Errorf("read Service %s: %w", name, err)
 	}
-	ts.Selector = labels.Set(svc.Spec.Selector).String()
-	ts.ReadyPods, err = readyPods(ctx, client, ns, name)
-	return ts, err
-}
-
-// readyPods lists the pods the Service's EndpointSlices hold as ready (an
-// endpoint without a ready condition counts as ready), sorted.
-func readyPods(ctx context.Context, client kubernetes.Interface, ns, service string) ([]string, error) {
 	list, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{discoveryv1.LabelServiceName: service}.String(),
+		LabelSelector: labels.Set{discoveryv1.LabelServiceName: name}.String(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the endpoints of Service %s: %w", service, err)
+		return TraceService{Name: name}, fmt.Errorf("read the endpoints of Service %s: %w", name, err)
 	}
-	items := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		items[i] = &list.Items[i]
+	return NewTraceService(name, svc, pointers(list.Items)), nil
+}
+
+// pointers is a pointer to each item of a list, in order.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	return strategies.ReadyPods(items), nil
+	return out
 }
 
 // ptrValue is *p, or 0 when p is nil.

@@ -1,8 +1,10 @@
-// Package workload is the client side of the rollout controller: it reads
-// workloads from the annotations and labels the controller writes on their
-// Deployments, and sends them commands through plimsoll.dev/command. It is
-// what `plimsoll status`, `plimsoll trace` and the commands (promote,
-// abort, retry, pause, resume) run on.
+// Package workload is the client side of the rollout controller and of the
+// sync: it reads workloads from the annotations and labels the controller
+// writes on their Deployments, reads syncs from their status ConfigMaps,
+// sends workloads commands through plimsoll.dev/command, and tells when a
+// rollout has ended for a commit. It is what `plimsoll status`, `plimsoll
+// trace`, `plimsoll wait`, the commands (promote, abort, retry, pause,
+// resume) and the web view run on.
 //
 // It needs only a Kubernetes client and the plimsoll.dev/ contract; it
 // does not import the controller, which may run in another process (the
@@ -39,6 +41,12 @@ type Workload struct {
 	Revision int64  `json:"revision"`
 	Commit   string `json:"commit"`
 	Message  string `json:"message"`
+	// TemplateHash is plimsoll.dev/template-hash: the hash of the Git
+	// template of Revision.
+	TemplateHash string `json:"templateHash,omitempty"`
+	// Sync is the sync that applied the workload (its plimsoll.dev/sync
+	// label), "" for none.
+	Sync string `json:"sync,omitempty"`
 	// FailedHash is plimsoll.dev/failed-hash, "" when none.
 	FailedHash string `json:"failedHash,omitempty"`
 	// Deployments are the names of the workload's Deployments, sorted.
@@ -55,7 +63,13 @@ var ErrNotFound = errors.New("workload not found")
 // the Deployments labelled plimsoll.dev/workload, sorted by namespace and
 // name.
 func List(ctx context.Context, client kubernetes.Interface, ns string) ([]Workload, error) {
-	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelWorkload})
+	return list(ctx, client, ns, contract.LabelWorkload)
+}
+
+// list reads the workloads of the Deployments of namespace ns that
+// selector selects, sorted by namespace and name.
+func list(ctx context.Context, client kubernetes.Interface, ns, selector string) ([]Workload, error) {
+	list, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list the workloads' Deployments: %w", err)
 	}
@@ -67,7 +81,7 @@ func List(ctx context.Context, client kubernetes.Interface, ns string) ([]Worklo
 	}
 	var out []Workload
 	for key, deploys := range groups {
-		w, ok := describe(key[0], key[1], deploys)
+		w, ok := Describe(key[0], key[1], deploys)
 		if ok {
 			out = append(out, w)
 		}
@@ -85,23 +99,20 @@ func Get(ctx context.Context, client kubernetes.Interface, ns, name string) (Wor
 	if err != nil {
 		return Workload{}, fmt.Errorf("list the Deployments of workload %s: %w", name, err)
 	}
-	deploys := make([]*appsv1.Deployment, 0, len(list.Items))
-	for i := range list.Items {
-		deploys = append(deploys, &list.Items[i])
-	}
-	w, ok := describe(ns, name, deploys)
+	w, ok := Describe(ns, name, pointers(list.Items))
 	if !ok {
 		return Workload{}, fmt.Errorf("%w: no Deployment of workload %q in namespace %s", ErrNotFound, name, ns)
 	}
 	return w, nil
 }
 
-// describe makes a Workload of the Deployments of one workload: the
-// primary is, in this order, a rolling Deployment marked primary, the
-// canary's stable Deployment, the blue-green color with role active, or
-// the Deployment with the highest revision. ok is false without
-// Deployments.
-func describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
+// Describe makes a Workload of the Deployments of workload name in
+// namespace ns (those labelled plimsoll.dev/workload=name): the primary is,
+// in this order, a rolling Deployment marked primary, the canary's stable
+// Deployment, the blue-green color with role active, or the Deployment
+// with the highest revision. ok is false without Deployments. It reads
+// only the Deployments given, so a cache's copies will do.
+func Describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 	if len(deploys) == 0 {
 		return Workload{}, false
 	}
@@ -134,8 +145,9 @@ func describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 		}
 	}
 	st, _ := strategies.ReadStatus(primary.Annotations)
-	w.Primary, w.Phase, w.Revision, w.Commit, w.Message, w.FailedHash =
-		primary.Name, string(st.Phase), st.Revision, st.Commit, st.Message, st.FailedHash
+	w.Primary, w.Phase, w.Revision, w.Commit, w.Message, w.FailedHash, w.TemplateHash =
+		primary.Name, string(st.Phase), st.Revision, st.Commit, st.Message, st.FailedHash, st.Hash
+	w.Sync = primary.Labels[contract.LabelSync]
 	w.Analysis = strategies.DecodeRun(primary.Annotations[contract.AnnotationAnalysisRun])
 	return w, true
 }

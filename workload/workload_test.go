@@ -45,13 +45,13 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, ok := describe("ns", "web", tt.deploys)
+			w, ok := Describe("ns", "web", tt.deploys)
 			if !ok || w.Strategy != tt.strategy || w.Primary != tt.prime {
 				t.Errorf("got strategy %s, primary %s (ok %v); want %s, %s", w.Strategy, w.Primary, ok, tt.strategy, tt.prime)
 			}
 		})
 	}
-	if _, ok := describe("ns", "web", nil); ok {
+	if _, ok := Describe("ns", "web", nil); ok {
 		t.Error("a workload without Deployments was described")
 	}
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
-	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/workload"
 )
 
@@ -79,24 +75,7 @@ type statusReport struct {
 	Workloads []workload.Workload `json:"workloads"`
 	// Syncs are the status records of the syncs found, sorted by
 	// namespace and name.
-	Syncs []syncReport `json:"syncs"`
-}
-
-// syncReport is a sync's status, read from its ConfigMap.
-type syncReport struct {
-	Name          string `json:"name"`
-	Namespace     string `json:"namespace"`
-	Status        string `json:"status"`
-	Commit        string `json:"commit"`
-	FetchedCommit string `json:"fetchedCommit"`
-	Message       string `json:"message"`
-	StaleSince    string `json:"staleSince,omitempty"`
-	// RecordDamage says why the record's inventory cannot be read (the
-	// next sync rebuilds it), "" when it can.
-	RecordDamage string `json:"recordDamage,omitempty"`
-	// BlockedWriter is the note of a second daemon on this sync, which
-	// writes nothing while another holds it.
-	BlockedWriter string `json:"blockedWriter,omitempty"`
+	Syncs []workload.Sync `json:"syncs"`
 }
 
 func newStatusCommand() *cobra.Command {
@@ -132,7 +111,7 @@ annotations: the syncs are found by their status ConfigMaps
 			if statusNamespace == "" {
 				statusNamespace = ns
 			}
-			syncs, err := findSyncs(ctx, client, statusNamespace, syncName)
+			syncs, err := workload.FindSyncs(ctx, client, statusNamespace, syncName)
 			if err != nil {
 				return err
 			}
@@ -151,47 +130,6 @@ annotations: the syncs are found by their status ConfigMaps
 	cmd.Flags().StringVar(&syncName, "sync-name", "", "show only this sync (default: every sync found)")
 	cmd.Flags().StringVar(&statusNamespace, "status-namespace", "", "namespace of the syncs' status ConfigMaps (default: --namespace)")
 	return cmd
-}
-
-// findSyncs reads the status of every sync whose status ConfigMap is in
-// namespace ns (metav1.NamespaceAll: any), or only of sync name when it
-// is set. A sync's ConfigMap is plimsoll-sync-<name>, labelled
-// plimsoll.dev/sync=<name>; the other objects a sync applies carry that
-// label too, and are told apart by the name.
-func findSyncs(ctx context.Context, client kubernetes.Interface, ns, name string) ([]syncReport, error) {
-	selector := contract.LabelSync
-	if name != "" {
-		selector += "=" + name
-	}
-	list, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("list the syncs' status ConfigMaps: %w", err)
-	}
-	var out []syncReport
-	for _, cm := range list.Items {
-		sync := cm.Labels[contract.LabelSync]
-		if cm.Name != contract.NamePrefix+sync {
-			continue
-		}
-		rec, err := inventory.NewStore(client, cm.Namespace, sync).Load(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if rec.Status.State == "" {
-			continue
-		}
-		st := rec.Status
-		r := syncReport{Name: sync, Namespace: cm.Namespace, Status: st.State, Commit: st.Commit,
-			FetchedCommit: st.FetchedCommit, Message: st.Message, StaleSince: st.StaleSince, BlockedWriter: rec.BlockedWriter}
-		if rec.Lost != inventory.Missing {
-			r.RecordDamage = rec.Lost
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b syncReport) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return out, nil
 }
 
 // printStatus writes the report as two tables: workloads, then the syncs;

@@ -1,7 +1,8 @@
-package main
+package workload
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +13,11 @@ import (
 )
 
 // statusConfigMap is a ConfigMap in ns named name, labelled for sync,
-// recording status when it is set.
+// recording status when it is set, with an inventory of two objects.
 func statusConfigMap(ns, name, sync, status string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{contract.LabelSync: sync}, Annotations: map[string]string{}}}
+		Labels: map[string]string{contract.LabelSync: sync}, Annotations: map[string]string{}},
+		Data: map[string]string{"inventory": "h1 v1 ConfigMap web settings\nh2 apps/v1 Deployment web api\n"}}
 	if status != "" {
 		cm.Annotations[contract.AnnotationSyncStatus] = status
 	}
@@ -44,7 +46,7 @@ func TestFindSyncs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := findSyncs(context.Background(), client, tt.ns, tt.sync)
+			got, err := FindSyncs(context.Background(), client, tt.ns, tt.sync)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,5 +63,23 @@ func TestFindSyncs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSyncOf reads a record's status, its blocked writer and the size of
+// its inventory, and says why an inventory that does not parse cannot be
+// read, as `plimsoll status` shows it.
+func TestSyncOf(t *testing.T) {
+	cm := statusConfigMap("web", "plimsoll-sync-platform", "platform", contract.SyncSynced)
+	cm.Annotations[contract.AnnotationCommit] = "3f2a9c1e"
+	cm.Annotations[contract.AnnotationBlockedWriter] = "host_2 since 12:00: the sync is held by host_1"
+	s, ok := SyncOf(cm)
+	if !ok || s.Commit != "3f2a9c1e" || s.Objects != 2 || s.RecordDamage != "" || s.BlockedWriter == "" {
+		t.Errorf("SyncOf = %+v (ok %v), want commit 3f2a9c1e, 2 objects, a blocked writer and no damage", s, ok)
+	}
+	cm.Data["inventory"] = "h1 v1 ConfigMap\n"
+	s, _ = SyncOf(cm)
+	if want := "the inventory of web/plimsoll-sync-platform does not parse: line 1: want 5 fields"; !strings.HasPrefix(s.RecordDamage, want) {
+		t.Errorf("RecordDamage = %q, want it to start with %q", s.RecordDamage, want)
 	}
 }
