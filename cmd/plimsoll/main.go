@@ -43,7 +43,7 @@ func newRootCommand() *cobra.Command {
 		Short:        "GitOps daemon with an embedded rollout controller",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newDiffCommand(), newStatusCommand(), newTraceCommand(), newWaitCommand())
+	root.AddCommand(newVersionCommand(), newRunCommand(), newSyncCommand(), newDiffCommand(), newStatusCommand(), newTraceCommand(), newWaitCommand(), newUICommand())
 	root.AddCommand(newAcceptRewindCommand())
 	root.AddCommand(newRolloutCommands()...)
 	return root

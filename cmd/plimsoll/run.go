@@ -36,6 +36,7 @@ type runOptions struct {
 	sourceOptions
 	notify            notifyOptions
 	listen            string
+	ui                uiOptions
 	webhookSecretFile string
 	leaderElect       bool
 }
@@ -49,7 +50,7 @@ func newRunCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return o.run(ctx)
+			return o.run(ctx, cmd.Flags().Changed("ui-listen"))
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -59,10 +60,12 @@ func newRunCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")
 	cmd.Flags().StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret; /hook is disabled without it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", false, "act only while holding the leader Lease (for more than one replica)")
+	o.ui.addFlags(cmd.Flags(), "ui-", defaultDaemonUIListen, "the read-only web view; empty to disable")
 	return cmd
 }
 
-func (o *runOptions) run(ctx context.Context) error {
+// run runs the daemon; uiExplicit says --ui-listen was given.
+func (o *runOptions) run(ctx context.Context, uiExplicit bool) error {
 	log, err := o.newLogger()
 	if err != nil {
 		return err
@@ -100,6 +103,11 @@ func (o *runOptions) run(ctx context.Context) error {
 			defer cancel()
 			_ = srv.Shutdown(shutdownCtx)
 		}()
+	}
+	uiCtx, stopUI := context.WithCancel(ctx)
+	defer stopUI()
+	if err := o.startDaemonUI(uiCtx, d, log, uiExplicit); err != nil {
+		return err
 	}
 	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
 		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
