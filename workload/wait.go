@@ -107,21 +107,22 @@ func Wait(ctx context.Context, client kubernetes.Interface, cfg WaitConfig) erro
 		return err
 	}
 	w := &waiter{client: client, cfg: cfg, syncs: map[string]*syncWatch{}, ended: map[string]End{}}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
+	// The timeout is a timer, not a deadline on ctx: a read that a
+	// deadline would cut short (the client's rate limiter refuses ahead
+	// of one) is not a failure to read.
+	deadline := time.NewTimer(cfg.Timeout)
+	defer deadline.Stop()
 	look := time.NewTicker(waitLook)
 	defer look.Stop()
 	for {
-		done, err := w.look(ctx)
-		if done || err != nil {
+		if done, err := w.look(ctx); done || err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%w after %s waiting for %s", ErrWaitTimeout, cfg.Timeout, strings.Join(w.rolling, "; "))
-			}
 			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%w after %s waiting for %s", ErrWaitTimeout, cfg.Timeout, strings.Join(w.rolling, "; "))
 		case <-look.C:
 		}
 	}
@@ -135,7 +136,7 @@ type waiter struct {
 	// workload's sync ("" for workloads of no sync).
 	syncs map[string]*syncWatch
 	// ended are the workloads that ended, by namespace/name; rolling
-	// describes the others after the last look.
+	// describes the others as the last whole look saw them.
 	ended   map[string]End
 	rolling []string
 	looks   int
@@ -162,11 +163,11 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	w.rolling = w.rolling[:0]
+	var rolling []string
 	var failed []string
 	for _, name := range w.cfg.Names {
 		if !slices.ContainsFunc(workloads, func(wl Workload) bool { return wl.Name == name }) {
-			w.rolling = append(w.rolling, fmt.Sprintf("%s/%s (no Deployment yet)", w.cfg.Namespace, name))
+			rolling = append(rolling, fmt.Sprintf("%s/%s (no Deployment yet)", w.cfg.Namespace, name))
 		}
 	}
 	for _, wl := range workloads {
@@ -186,7 +187,7 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 		}
 		end, why := judge(wl, sw.commit, sw.appliedAt > 0, sw.appliedAt > 0 && w.looks > sw.appliedAt)
 		if end == "" {
-			w.rolling = append(w.rolling, fmt.Sprintf("%s (%s)", key, why))
+			rolling = append(rolling, fmt.Sprintf("%s (%s)", key, why))
 			continue
 		}
 		w.ended[key] = end
@@ -195,13 +196,18 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 			failed = append(failed, key)
 		}
 	}
+	if len(workloads) == 0 && w.cfg.All {
+		rolling = append(rolling, fmt.Sprintf("any workload of sync %s (none found)", w.cfg.SyncName))
+	}
+	w.rolling = rolling
 	switch {
 	case len(failed) > 0:
 		return true, fmt.Errorf("%d workloads failed: %s", len(failed), strings.Join(failed, ", "))
-	case len(w.rolling) == 0 && (len(workloads) > 0 || !w.cfg.All):
+	case len(rolling) == 0:
 		return true, nil
-	case len(workloads) == 0 && w.cfg.All:
-		w.rolling = append(w.rolling, fmt.Sprintf("any workload of sync %s (none found)", w.cfg.SyncName))
+	}
+	if w.looks == 1 {
+		fmt.Fprintf(w.cfg.Out, "waiting for %s\n", strings.Join(w.rolling, "; "))
 	}
 	return false, nil
 }
