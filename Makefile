@@ -70,8 +70,20 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30000x, a count of execution
 # on the first run, hence the long timeout) and stops it again at the end; a
 # cluster that was already up (make cluster-up, make demo) is reused and kept.
 .PHONY: test-e2e
-test-e2e: ## e2e tests against the local control plane (started if needed)
+test-e2e: browser ## e2e tests against the local control plane (started if needed)
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./test/e2e/... ./test/chart/...
+
+# The web view's e2e tests drive headless Chromium: Debian's package,
+# installed by hack/browser (as root). In CI a browser that cannot be
+# installed fails the run; elsewhere those tests skip and say why.
+.PHONY: browser
+browser: ## install the headless browser of the web view's e2e tests (Debian's chromium)
+	hack/browser install >/dev/null
+
+# The screenshots in docs/ui.md: TestUI saves them there.
+.PHONY: ui-screenshots
+ui-screenshots: browser ## take the web view's screenshots again, into docs/
+	PLIMSOLL_UI_SCREENSHOTS=docs $(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestUI$$' ./test/e2e/
 
 .PHONY: bench
 bench: bench-peers bench-repo ## the comparison with Argo Rollouts, Flux and kubectl, then the repository memory benchmark

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -142,9 +143,26 @@ func metricDocs(v *view, w workload.Workload, primary *appsv1.Deployment) map[st
 }
 
 // timing says when a metric is measured and what decides it: "3
-// measurements, 20s apart, the first after 10s; fails on the 1st failed,
-// inconclusive on the 1st inconclusive".
+// measurements, 20s apart, the first after 10s; the 1st failed
+// measurement fails it, the 1st inconclusive one makes it inconclusive,
+// the 5th error in a row fails it".
 func timing(s strategies.MetricSpec) string {
-	return fmt.Sprintf("%d measurements, %s apart, the first after %s; fails on failed measurement %d, inconclusive on inconclusive %d, fails on error %d in a row",
-		s.Count, s.Interval, s.InitialDelay, s.FailureLimit+1, s.InconclusiveLimit+1, s.ConsecutiveErrorLimit+1)
+	return fmt.Sprintf("%d measurements, %s apart, the first after %s; the %s failed measurement fails it, "+
+		"the %s inconclusive one makes it inconclusive, the %s error in a row fails it",
+		s.Count, s.Interval, s.InitialDelay, ordinal(s.FailureLimit+1), ordinal(s.InconclusiveLimit+1), ordinal(s.ConsecutiveErrorLimit+1))
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th... 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }

@@ -19,11 +19,11 @@ import (
 // What the view remembers, and for how long. The annotations say where a
 // rollout is now; what came before is what the view saw change while it
 // ran (and the Events, which the API server keeps an hour). At most, per
-// workload: 50 status changes of ~200 bytes (10 KB), 3 runs of 2 metrics
-// of 40 measurements of ~60 bytes (14 KB), and 120 samples of ~80 bytes
-// of the Service it steers (10 KB): 34 MB for 1,000 workloads that all
-// roll without end. A workload that changes nothing holds one entry of
-// each, a few hundred bytes.
+// workload: 50 status changes of ~200 bytes (10 KB), 6 runs (a canary
+// judges each of its steps) of 2 metrics of 40 measurements of ~60 bytes
+// (29 KB), and 120 samples of ~80 bytes of the Service it steers (10 KB):
+// about 50 MB for 1,000 workloads that all roll without end. A workload
+// that changes nothing holds one entry of each, a few hundred bytes.
 const (
 	// statusWindow and statusEntries bound the status changes kept per
 	// workload: those of the last hour, at most 50 (the last always).
@@ -37,7 +37,7 @@ const (
 	endpointSamples = 120
 	// runsKept is how many analysis runs are kept per workload, the last
 	// ones; pointsPerMetric how many measurements per metric of a run.
-	runsKept        = 3
+	runsKept        = 6
 	pointsPerMetric = 40
 )
 

@@ -23,7 +23,7 @@ const (
 	plotBottom  = 26 // room for the time labels
 	barHeight   = 28
 	timeLayout  = "15:04:05"
-	minTimeSpan = time.Minute
+	minTimeSpan = 10 * time.Second
 )
 
 // threshold finds the number a condition compares result with:
@@ -269,7 +269,7 @@ func timelinePlot(revision int64, statuses []statusEntry, events []eventLine, no
 	}
 	f := frame{from: spans[0].At, to: now}
 	if f.to.Sub(f.from) < minTimeSpan {
-		f.to = f.from.Add(minTimeSpan)
+		f.from = f.to.Add(-minTimeSpan)
 	}
 	for i, s := range spans {
 		end := f.to
@@ -281,7 +281,11 @@ func timelinePlot(revision int64, statuses []statusEntry, events []eventLine, no
 			label = "step " + s.Step
 		}
 		x := f.x(s.At)
-		p.Bars = append(p.Bars, plotBar{X: x, Y: plotTop, W: max(f.x(end)-x, 1), H: barHeight,
+		w := max(f.x(end)-x, 1)
+		if w < float64(7*len(label)) {
+			label = "" // no room: the span's title and the table say it
+		}
+		p.Bars = append(p.Bars, plotBar{X: x, Y: plotTop, W: w, H: barHeight,
 			Class: "phase-" + strings.ToLower(s.Phase), Label: label,
 			Title: fmt.Sprintf("%s UTC %s: %s", s.At.UTC().Format(timeLayout), s.Phase, s.Message)})
 	}
