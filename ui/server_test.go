@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -78,7 +79,14 @@ func serveFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, string) {
 	client.PrependReactor("create", "selfsubjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &authorizationv1.SelfSubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
 	})
-	s, err := New(Config{Client: client, Repos: map[string]string{"platform": "https://user:s3cret@github.com/acme/platform.git"}})
+	_, base := serve(t, Config{Client: client, Repos: map[string]string{"platform": "https://user:s3cret@github.com/acme/platform.git"}})
+	return client, base
+}
+
+// serve serves a view of cfg on a loopback port until the test ends.
+func serve(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +103,7 @@ func serveFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return client, "http://" + ln.Addr().String()
+	return s, "http://" + ln.Addr().String()
 }
 
 // fetch fetches path and returns its body, failing t unless it is 200.
@@ -230,3 +238,25 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(p []byte) (int, error) { return r.body.Write(p) }
 func (r *recorder) WriteHeader(int)             {}
+
+// TestIdleStop stops the watches once no page has been open for
+// Config.Idle, and starts them again at the next page.
+func TestIdleStop(t *testing.T) {
+	s, base := serve(t, Config{Client: fake.NewClientset(canaryObjects()...), Idle: 10 * time.Millisecond})
+	running := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.view != nil
+	}
+	if running() {
+		t.Fatal("the watches run before any page")
+	}
+	for range 2 {
+		fetch(t, base+"/workloads")
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return !running(), nil })
+		if err != nil {
+			t.Fatal("the watches still run after the page closed and the idle time passed")
+		}
+	}
+}

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The web view's browser tests.
@@ -137,8 +138,8 @@ func (r *ratioServer) values() []string {
 
 // uiTree is the tree of TestUI: api (canary, "25%, pause, 50%, pause,
 // 100%", each weight step judged by error-rate, a web check of url), with
-// the canary value in its environment; web (rolling); and the canary
-// value in a Secret.
+// the canary value in its environment; web (rolling); shop (blue-green);
+// and the canary value in a Secret.
 func uiTree(t *testing.T, version, url, canary string) map[string]string {
 	t.Helper()
 	api := canaryExample(t, version,
@@ -157,7 +158,7 @@ func uiTree(t *testing.T, version, url, canary string) map[string]string {
     jsonPath: '{.ratio}'
 `, url))
 	api["secret.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: planted\ntype: Opaque\nstringData:\n  token: %s\n", canary)
-	return mergeFiles(inDir("api", api), inDir("web", example(t, "rolling")))
+	return mergeFiles(inDir("api", api), inDir("web", example(t, "rolling")), inDir("shop", blueGreenExample(t, "v1", "1s")))
 }
 
 // stepWatch records when Deployment api's plimsoll.dev/step takes each
@@ -218,6 +219,7 @@ func TestUI(t *testing.T) {
 	base := "http://" + addr
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	shots := screenshotDir(t)
 
 	t.Run("the pages list what plimsoll status lists", func(t *testing.T) {
@@ -232,8 +234,8 @@ func TestUI(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &status); err != nil {
 			t.Fatalf("read plimsoll status -o json: %v\n%s", err, out)
 		}
-		if len(status.Workloads) != 2 || len(status.Syncs) != 1 {
-			t.Fatalf("plimsoll status lists %d workloads and %d syncs, want 2 and 1:\n%s", len(status.Workloads), len(status.Syncs), out)
+		if len(status.Workloads) != 3 || len(status.Syncs) != 1 {
+			t.Fatalf("plimsoll status lists %d workloads and %d syncs, want 3 and 1:\n%s", len(status.Workloads), len(status.Syncs), out)
 		}
 		browse(t, browser, chromedp.Navigate(base+"/"))
 		for _, sync := range status.Syncs {
@@ -320,9 +322,18 @@ func TestUI(t *testing.T) {
 		screenshot(t, browser, shots, "ui-workloads.png", 1280, true)
 	})
 
+	t.Run("a blue-green workload's colors", func(t *testing.T) {
+		browse(t, browser, chromedp.Navigate(base+"/workloads/"+s.ns+"/shop"))
+		waitPage(t, browser, "blue active, selected by Service shop", `document.querySelector('[data-color=blue] [data-field=role]')?.textContent === 'active' &&
+			document.querySelector('[data-field=selects-active]')?.textContent === 'blue'`)
+		if got := eval[string](t, browser, `document.querySelector('[data-field=selects-preview]')?.textContent`); got != "blue" {
+			t.Errorf("the preview Service selects %q on the page, want blue (no revision going out)", got)
+		}
+	})
+
 	t.Run("the canary value never leaves the cluster", func(t *testing.T) {
 		secrets := []string{canary, base64.StdEncoding.EncodeToString([]byte(canary))}
-		pages := []string{"/", "/workloads", "/workloads/" + s.ns + "/api", "/workloads/" + s.ns + "/web"}
+		pages := []string{"/", "/workloads", "/workloads/" + s.ns + "/api", "/workloads/" + s.ns + "/web", "/workloads/" + s.ns + "/shop"}
 		for _, path := range append(slices.Clone(pages), "/static/app.js", "/static/style.css", "/workloads/"+s.ns+"/planted", "/nothing") {
 			body := httpGet(t, base+path, nil)
 			checkClean(t, path, body, secrets)
@@ -556,4 +567,89 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestUIReadsWithYourRights runs `plimsoll ui` as a user who may read the
+// workloads of one namespace but not its pods: it watches that namespace
+// alone, shows its workload and sync, and says on every page that it
+// shows no pods because the user may not list them.
+func TestUIReadsWithYourRights(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	s.repo.commit("web v1", example(t, "rolling"))
+	s.mustSync(t)
+	kubeconfig := viewerKubeconfig(t, s.ns)
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui := &waitRun{done: make(chan struct{})}
+	ui.cmd = exec.Command(suite.plimsoll, "ui", "--kubeconfig", kubeconfig, "--listen", addr)
+	ui.cmd.Stdout, ui.cmd.Stderr = ui, ui
+	if err := ui.cmd.Start(); err != nil {
+		t.Fatalf("start plimsoll ui: %v", err)
+	}
+	go func() { _ = ui.cmd.Wait(); close(ui.done) }()
+	t.Cleanup(func() {
+		_ = ui.cmd.Process.Kill()
+		<-ui.done
+	})
+	base := "http://" + addr
+	waitFor(t, "plimsoll ui to serve", func(context.Context) (bool, error) {
+		if ui.exited() {
+			return false, fmt.Errorf("plimsoll ui exited:\n%s", ui.output())
+		}
+		resp, err := http.Get(base + "/workloads")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if out := ui.output(); !strings.Contains(out, "plimsoll web view of namespace "+s.ns+" on http://"+addr) {
+		t.Errorf("plimsoll ui says:\n%s\nwant it to name namespace %s, the only one the user may read", out, s.ns)
+	}
+	denied := "pods in namespace " + s.ns + ": you may not list them"
+	for path, want := range map[string]string{
+		"/":                           fmt.Sprintf(`data-sync="%s/%s"`, s.ns, s.ns),
+		"/workloads":                  fmt.Sprintf(`data-workload="%s/web"`, s.ns),
+		"/workloads/" + s.ns + "/web": `<p class="empty">No pod.</p>`,
+	} {
+		body := httpGet(t, base+path, nil)
+		if !strings.Contains(body, want) || !strings.Contains(body, denied) {
+			t.Errorf("%s lacks %q or the notice %q:\n%s", path, want, denied, body)
+		}
+		if strings.Contains(body, "data-pod=") {
+			t.Errorf("%s lists pods the user may not read", path)
+		}
+	}
+}
+
+// viewerKubeconfig is the admin kubeconfig with the credentials of a
+// ServiceAccount of ns that may read what the web view shows in ns but
+// pods: get, list and watch on its Deployments, ReplicaSets, Services,
+// EndpointSlices, ConfigMaps and Events.
+func viewerKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	kubectl(t, "-n", ns, "create", "serviceaccount", "viewer")
+	kubectl(t, "-n", ns, "create", "role", "viewer", "--verb=get,list,watch",
+		"--resource=deployments.apps,replicasets.apps,services,endpointslices.discovery.k8s.io,configmaps,events")
+	kubectl(t, "-n", ns, "create", "rolebinding", "viewer", "--role=viewer", "--serviceaccount="+ns+":viewer")
+	token := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", "viewer", "--duration=1h"))
+	cfg, err := clientcmd.LoadFromFile(suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Token, user.TokenFile = token, ""
+		user.ClientCertificate, user.ClientCertificateData, user.ClientKey, user.ClientKeyData = "", nil, "", nil
+	}
+	for _, c := range cfg.Contexts {
+		c.Namespace = ns
+	}
+	path := filepath.Join(t.TempDir(), "viewer.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
