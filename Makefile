@@ -32,11 +32,26 @@ DEMO_NS ?= plimsoll-demo
 demo: build ## the local control plane, a Git repository of examples/, the daemon, and a rollout to watch
 	DEMO_NS=$(DEMO_NS) hack/demo
 
-IMAGE ?= plimsoll:$(VERSION)
+# The image (hack/image, docs/image.md) is named
+# $(IMAGE_REPOSITORY):$(IMAGE_TAG), by default ghcr.io/plimsoll/plimsoll
+# and $(VERSION); IMAGE names it whole. Set on the command line, they reach
+# hack/image through the environment.
+IMAGE_ENV := VERSION=$(VERSION) COMMIT=$(COMMIT)
 
 .PHONY: image
-image: ## build the container image (needs a Docker engine)
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+image: ## build the container image: with a Docker engine if one answers, else with buildah (installed if missing)
+	$(IMAGE_ENV) hack/image build
+
+# The image test builds with buildah whatever engine there is, as root: it
+# runs the image's binary as 65532 on a read-only root, and reads the SBOM
+# and the values beside the image. PLIMSOLL_IMAGE_* are what it must say.
+.PHONY: test-image
+test-image: ## build the image with buildah and test it: version, nonroot, read-only root, SBOM
+	$(IMAGE_ENV) PLIMSOLL_IMAGE_VERSION=$(VERSION) PLIMSOLL_IMAGE_COMMIT=$(COMMIT) hack/image test
+
+.PHONY: image-push
+image-push: ## push the buildah-built image to its registry (IMAGE_REPOSITORY, IMAGE_TAG)
+	$(IMAGE_ENV) hack/image push
 
 .PHONY: test
 test: test-unit test-e2e ## run the unit tests, then the e2e suite against the local control plane
@@ -186,8 +201,8 @@ TOOL_MODULES := hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm h
 lint: $(BIN)/staticcheck ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet -tags e2e,bench ./...
-	$(BIN)/staticcheck -tags e2e,bench ./...
+	$(GO) vet -tags e2e,bench,image ./...
+	$(BIN)/staticcheck -tags e2e,bench,image ./...
 	for m in . $(TOOL_MODULES); do \
 		(cd $$m && $(GO) mod tidy -diff && $(GO) mod verify >/dev/null) || { echo "module $$m is not tidy or fails verification"; exit 1; }; \
 	done
