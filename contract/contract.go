@@ -4,7 +4,9 @@
 // suffixes of the Deployments a workload runs as, and the reason of the
 // Event the CLI reads back after a command. Users set some of them in
 // Git, read others with kubectl, and every package of plimsoll uses these
-// names rather than string literals.
+// names rather than string literals. docs/reference.md gives each its
+// meaning and default, and a test of cmd/plimsoll fails when one has no
+// line there.
 //
 // The package holds constants only; it imports nothing, so the pure
 // planners in strategies may use it too.
@@ -15,7 +17,7 @@ package contract
 // and Service selector keys with it are the rollout controller's.
 const Prefix = "plimsoll.dev/"
 
-// Input annotations: set by users on a Deployment in Git (SPEC §3).
+// Input annotations: set by users on a Deployment in Git.
 const (
 	// AnnotationStrategy names the strategy of a workload: StrategyRolling
 	// (the default), StrategyBlueGreen or StrategyCanary.
@@ -65,7 +67,7 @@ const (
 )
 
 // Status annotations: written by plimsoll on every Deployment of a
-// workload (SPEC §3).
+// workload.
 const (
 	// AnnotationPhase holds the workload's phase: PhaseProgressing,
 	// PhasePaused, PhaseHealthy or PhaseDegraded.
