@@ -14,7 +14,8 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// delay30s is the scale-down delay of the tests, the default of SPEC §3.
+// delay30s is the scale-down delay of the tests, the default of
+// plimsoll.dev/scale-down-delay.
 const delay30s = 30 * time.Second
 
 // blueGreenDesired is revision 4 of web with n replicas, a 30s scale-down

@@ -147,7 +147,7 @@ func checkCanary(t *testing.T, plan CanaryPlan, desired CanaryDesired, o CanaryO
 // atOnce is the requeue of a finished step: plan the next one at once.
 const atOnce = time.Millisecond
 
-// canaryCases walks revision 4 of web through the steps of SPEC §4 with
+// canaryCases walks revision 4 of web through the canary steps with
 // N = 4: at 25% one canary pod serves and stable runs 3, at 50% two and 2.
 func canaryCases() []canaryCase {
 	manual := canaryDesired(4, "25%, pause, 50%, pause, 100%") // the planner's worked example
@@ -253,7 +253,7 @@ func canaryCases() []canaryCase {
 				step: 2, since: sinceNow},
 		},
 		{
-			// The message of SPEC §3, word for word.
+			// The message docs/reference.md gives, word for word.
 			name:    "promote during a pause: on to step 3, 50%, in the same plan",
 			desired: &manual, recorded: progressing4, stable: st(3), canary: cy(2), pods: []Pod{serving("c0"), ready("c1")}, step: 1, promote: true,
 			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 3/5: 50% (2/4 pods serving)"},
@@ -451,7 +451,7 @@ func TestPlanCanary(t *testing.T) {
 	}
 }
 
-// TestPlanCanaryWeights works SPEC §4's arithmetic at every size: at weight
+// TestPlanCanaryWeights works the canary arithmetic at every size: at weight
 // w of N replicas, ceil(w*N/100) canary pods (at least 1 for w > 0); each
 // gets the serving label once Ready, and stable runs N minus the canary
 // pods that serve. 100% is the full promotion instead.

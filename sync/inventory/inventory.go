@@ -1,7 +1,7 @@
 // Package inventory keeps the record of one sync in a ConfigMap: the objects
 // it applied (which prune uses) in the data, and the sync status in
-// annotations (SPEC §5). The record is read once per sync and written at
-// most once, only when it changed.
+// annotations (docs/reference.md). The record is read once per sync and
+// written at most once, only when it changed.
 package inventory
 
 import (

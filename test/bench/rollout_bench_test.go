@@ -53,7 +53,7 @@ const (
 	progressEvery = 30 * time.Second
 )
 
-// Keys of the product contract (SPEC §3, §5), spelled out here so that the
+// Keys of the contract (docs/reference.md), spelled out here so that the
 // benchmark reads any version of the daemon without importing the code it
 // measures.
 const (
