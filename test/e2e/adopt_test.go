@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Annotations of a workload switched to a progressive strategy, as one
@@ -55,8 +57,10 @@ func TestAdoptHelmRelease(t *testing.T) {
 	for name, text := range files {
 		templates["templates/"+name] = text
 	}
-	writeFiles(t, chart, templates)
-	helm(t, "install", "web", chart, "--namespace", s.ns)
+	kit.WriteFiles(t, chart, templates)
+	if _, err := kit.Helm(t, "install", "web", chart, "--namespace", s.ns, "--kubeconfig", suite.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
 	endpoints := adoptRunning(t, s, "web v1, as Helm installed it", files)
 	if d := getDeployment(t, s.ns, "web"); d.Labels["app.kubernetes.io/managed-by"] != "Helm" || d.Annotations["meta.helm.sh/release-name"] != "web" {
 		t.Errorf("adopted web lost Helm's marks: labels %v", d.Labels)
@@ -72,8 +76,8 @@ func TestAdoptHelmRelease(t *testing.T) {
 	})
 	checkPods(t, s.ns, "app=web", 4, "registry.example/web:v2")
 	checkMinReady(t, endpoints, mark, 4)
-	if out := helm(t, "status", "web", "--namespace", s.ns); !strings.Contains(out, "STATUS: deployed") {
-		t.Errorf("helm status after the switch:\n%s", out)
+	if out, err := kit.Helm(t, "status", "web", "--namespace", s.ns, "--kubeconfig", suite.kubeconfig); err != nil || !strings.Contains(out, "STATUS: deployed") {
+		t.Errorf("helm status after the switch: %v\n%s", err, out)
 	}
 }
 
@@ -93,7 +97,7 @@ func adoptRunning(t *testing.T, s *syncTarget, subject string, files map[string]
 	t.Log("1. the same manifests in Git: adopted as they run")
 	mark := endpoints.mark()
 	v1 := s.repo.commit(subject, files)
-	daemon := startDaemon(t, s, "--interval", "1s")
+	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	d := waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	if d.Labels["plimsoll.dev/workload"] != "web" || d.Annotations["plimsoll.dev/commit"] != v1 {
 		t.Errorf("adopted web: labels %v, commit %q; want the workload label and commit %s", d.Labels, d.Annotations["plimsoll.dev/commit"], v1)
@@ -131,7 +135,7 @@ func TestAdoptAsProgressive(t *testing.T) {
 			endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 			mark := endpoints.mark()
 			s.repo.commit("web v1, "+tc.name, switchedExample(t, "v1", tc.annotations))
-			startDaemon(t, s, "--interval", "1s")
+			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.serving, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			if tc.name == "blue-green" {
 				waitForDeployment(t, s.ns, "web", "the adopted Deployment scaled to 0", scaledTo(0))
@@ -151,7 +155,7 @@ func TestAdoptAsProgressive(t *testing.T) {
 func kubectlApply(t *testing.T, ns string, files map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, dir, files)
+	kit.WriteFiles(t, dir, files)
 	kubectl(t, "apply", "-n", ns, "-f", dir)
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/strategies"
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Helpers of the analysis scenarios (analysis_scenarios_test.go): their
@@ -57,17 +58,6 @@ func judgedCanary(t *testing.T, version, name, doc string, annotations ...string
 	return files
 }
 
-// analysisDoc is an analysis ConfigMap name whose analysis.yaml is body
-// (written at the left margin).
-func analysisDoc(name, body string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  labels:\n    plimsoll.dev/analysis: \"true\"\ndata:\n  analysis.yaml: |\n", name)
-	for _, line := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
-		b.WriteString("    " + line + "\n")
-	}
-	return b.String()
-}
-
 // errorRatio is the query of errorRateAnalysis for one revision, as the
 // daemon sends it once the arguments are substituted.
 func errorRatio(ns, workload, hash string) string {
@@ -79,7 +69,7 @@ func errorRatio(ns, workload, hash string) string {
 // syncing it and watches on its Service's endpoints and its runs.
 type scenario struct {
 	s         *syncTarget
-	d         *daemon
+	d         *kit.Daemon
 	flags     []string // of the daemon
 	endpoints *endpointWatch
 	runs      *runWatch
@@ -92,7 +82,7 @@ func startScenario(t *testing.T, files map[string]string, flags ...string) *scen
 	t.Helper()
 	sc := &scenario{s: newSyncTarget(t), flags: append([]string{"--interval", "1s"}, flags...)}
 	sc.s.repo.commit("api v1", files)
-	sc.d = startDaemon(t, sc.s, sc.flags...)
+	sc.d = kit.StartDaemon(t, sc.s, sc.flags...)
 	waitForDeployment(t, sc.s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	sc.endpoints = watchEndpoints(t, sc.s.ns, "api")
 	sc.endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
@@ -260,14 +250,14 @@ func watchRuns(t *testing.T, ns, name string) *runWatch {
 	w := &runWatch{}
 	informer := appsinformers.NewFilteredDeploymentInformer(suite.client, ns, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name })
-	runInformer(t, informer, cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}, "Deployment "+name, func() {
+	// Registered before the informer's own cleanup, this runs after the
+	// informer has stopped.
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("analysis runs of %s:\n%s", name, strings.Join(w.history(0), "\n"))
 		}
 	})
+	kit.RunInformer(t.Context(), t, informer, kit.OnAddOrUpdate(w.observe), "Deployment "+name)
 	return w
 }
 

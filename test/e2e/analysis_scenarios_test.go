@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/strategies"
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // The scenarios below judge examples/canary (4 replicas) with steps "25%,
@@ -131,7 +132,7 @@ func startCheckServer(t *testing.T) *checkServer {
 // url for {.status.ok} once a second, 2 measurements; true passes, and
 // anything else fails at once.
 func webCheckAnalysis(url string) string {
-	return analysisDoc("web-check", fmt.Sprintf(`metrics:
+	return kit.AnalysisDoc("web-check", fmt.Sprintf(`metrics:
 - name: ok
   interval: 1s
   count: 2
@@ -188,7 +189,7 @@ func TestAnalysisScenarioWebCheck(t *testing.T) {
 // Job of one container running the image given by the argument image
 // (default registry.example/smoke:v1), which kwok's stages complete unless
 // the image contains "job-fails".
-var smokeAnalysis = analysisDoc("smoke-test", `args:
+var smokeAnalysis = kit.AnalysisDoc("smoke-test", `args:
 - name: image
   value: registry.example/smoke:v1
 metrics:
@@ -334,10 +335,10 @@ func TestAnalysisScenarioSIGKILL(t *testing.T) {
 	sc.runs.waitFirst(t, 0, "2 successful measurements of step 1", func(s runState) bool {
 		return stageOf("step 1", h2)(s) && s.run.Metrics[0].Successful >= 2
 	})
-	if err := sc.d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := sc.d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = sc.d.cmd.Process.Wait()
+	_ = sc.d.Wait()
 	killed := getDeployment(t, ns, "api")
 	atKill := recordedRun(t, killed)
 	t.Logf("killed the daemon at %s: %s", killed.Annotations["plimsoll.dev/phase"], killed.Annotations["plimsoll.dev/message"])
@@ -346,7 +347,7 @@ func TestAnalysisScenarioSIGKILL(t *testing.T) {
 		t.Errorf("the run changed while no daemon ran: %s", now)
 	}
 	restart := sc.runs.mark()
-	sc.d = startDaemon(t, sc.s, sc.flags...)
+	sc.d = kit.StartDaemon(t, sc.s, sc.flags...)
 
 	after := sc.runs.waitFirst(t, restart, "the first run written after the restart", func(s runState) bool {
 		return s.raw != killed.Annotations["plimsoll.dev/analysis-run"]

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // analysedBlueGreen is examples/blue-green at version, with a 10s
@@ -31,7 +33,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", analysedBlueGreen(t, "v1"))
-	startDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
+	kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-blue-") })
@@ -113,7 +115,7 @@ func TestAnalysisRolling(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", analysedRolling(t, "v1"))
-	startDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
+	kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy (nothing to roll back to, nothing verified)", phaseIs(1, "Healthy"))
 
 	t.Log("1. revision 2 answers 0.1% errors: verified, then Healthy")

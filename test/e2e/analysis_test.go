@@ -11,6 +11,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // errorRateAnalysis is an analysis of the error ratio the suite's exporter
@@ -68,7 +70,7 @@ func TestAnalysisCanary(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", analysedCanary(t, "v1"))
-	d := startDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
+	d := kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })

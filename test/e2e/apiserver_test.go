@@ -12,6 +12,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // apiServerOutage is how long TestAPIServerOutage keeps the API server
@@ -71,7 +73,7 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSyncTarget(t)
 			s.repo.commit("v1", tt.files("v1"))
-			d := startDaemon(t, s, "--interval", "1s")
+			d := kit.StartDaemon(t, s, "--interval", "1s")
 			endpoints := watchEndpoints(t, s.ns, tt.service)
 			// After the previous subtest's outage, the controller manager's
 			// EndpointSlice controller can take a minute or two to trust
@@ -100,8 +102,8 @@ func TestAPIServerOutage(t *testing.T) {
 			cluster(t, "stop", "kube-apiserver")
 			time.Sleep(apiServerOutage)
 			cluster(t, "start", "kube-apiserver")
-			if !processAlive(d.cmd.Process.Pid) {
-				t.Fatalf("the daemon exited during the outage:\n%s", d.log())
+			if !processAlive(d.Cmd.Process.Pid) {
+				t.Fatalf("the daemon exited during the outage:\n%s", d.Log())
 			}
 
 			// Every client's reflector (the daemon's, the controller
@@ -113,8 +115,8 @@ func TestAPIServerOutage(t *testing.T) {
 				return err == nil && phaseIs(2, "Healthy")(dep), err
 			})
 			t.Logf("revision 2 Healthy %s after the API server was back", time.Since(back).Round(100*time.Millisecond))
-			if !processAlive(d.cmd.Process.Pid) {
-				t.Fatalf("the daemon exited after the outage:\n%s", d.log())
+			if !processAlive(d.Cmd.Process.Pid) {
+				t.Fatalf("the daemon exited after the outage:\n%s", d.Log())
 			}
 			endpoints.waitReady(t, "4 endpoints of revision 2", func(pods []string) bool { return len(pods) == 4 })
 			if n, pods := endpoints.minReadySince(mark); n < 4 {

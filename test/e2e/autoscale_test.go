@@ -12,6 +12,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestAutoscaledWorkloads rolls out each strategy with a real
@@ -49,7 +51,7 @@ func TestAutoscaledWorkloads(t *testing.T) {
 				return f
 			}
 			s.repo.commit("web v1", files("v1"))
-			daemon := startDaemon(t, s, "--interval", "1s")
+			daemon := kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.before, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			waitForScaleTarget(t, s.ns, "web", tc.before, 2)
 			endpoints := watchEndpoints(t, s.ns, "web")
@@ -168,7 +170,7 @@ func TestAutoscaledCanaryWithoutReplicas(t *testing.T) {
 	files := switchedExample(t, "v1", adoptCanary, "  replicas: 4\n", "")
 	files["hpa.yaml"] = loadHPAManifest("web", 5, 8)
 	s.repo.commit("web v1 with an HPA and no replicas", files)
-	daemon := startDaemon(t, s, "--interval", "1s")
+	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForScaleTarget(t, s.ns, "web", "web", 5)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy at 5", func(d *appsv1.Deployment) bool {
 		return phaseIs(1, "Healthy")(d) && *d.Spec.Replicas == 5 && d.Status.AvailableReplicas == 5

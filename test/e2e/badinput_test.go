@@ -3,12 +3,13 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // baseTree is the good commit every bad-input case starts from and returns
@@ -29,26 +30,6 @@ func baseObjects(ns string) []object {
 		{gvr: services, namespace: ns, name: "web"},
 		{gvr: deployments, namespace: ns, name: "web"},
 	}
-}
-
-// aliasBomb is a "billion laughs" document: nine levels of nine aliases
-// would expand to 9^9 strings.
-func aliasBomb() string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  a: &a \"lol\"\n")
-	prev := "a"
-	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
-		fmt.Fprintf(&b, "  %s: &%s [", name, name)
-		for i := 0; i < 9; i++ {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("*" + prev)
-		}
-		b.WriteString("]\n")
-		prev = name
-	}
-	return b.String()
 }
 
 // TestSyncRejectsBadInput commits one bad change at a time on top of a good
@@ -96,7 +77,7 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			want: []string{"up.yaml", "leaves the repository"}},
 		{name: "oversized file", files: map[string]string{"big.yaml": big},
 			want: []string{"big.yaml"}},
-		{name: "YAML alias bomb", files: map[string]string{"bomb.yaml": aliasBomb()},
+		{name: "YAML alias bomb", files: map[string]string{"bomb.yaml": kit.AliasBomb()},
 			want: []string{"bomb.yaml"}},
 		{name: "empty tree", files: map[string]string{"config.yaml": "", "service.yaml": "", "deployment.yaml": ""},
 			want: []string{"renders no object", "--allow-empty"}},

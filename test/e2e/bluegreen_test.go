@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // blueGreenExample is examples/blue-green with image shop:<version> and
@@ -36,7 +38,7 @@ func TestBlueGreenRollout(t *testing.T) {
 	const delay = 15 * time.Second
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", blueGreenExample(t, "v1", delay.String()))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first revision: blue at 4, the active Service selects blue")
 	blue := waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -149,7 +151,7 @@ func manualBlueGreen(t *testing.T, version string) map[string]string {
 func TestBlueGreenCommands(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-blue-") })
@@ -222,7 +224,7 @@ func waitingForPromote(t *testing.T) *syncTarget {
 	t.Helper()
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))

@@ -11,6 +11,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // canaryExample is examples/canary with image api:<version>, plus the
@@ -29,7 +31,7 @@ func TestCanaryRollout(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1"))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first revision: the stable Deployment at 4, the Service selects serving pods")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -140,7 +142,7 @@ func TestCanaryFailure(t *testing.T) {
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s.repo.commit("api v1", canaryExample(t, "v1", short...))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
@@ -179,7 +181,7 @@ func TestCanaryFailure(t *testing.T) {
 func TestCanaryReplacesPods(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	s.repo.commit("api v2", canaryExample(t, "v2"))
@@ -230,7 +232,7 @@ func TestCanaryRetry(t *testing.T) {
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s.repo.commit("api v1", canaryExample(t, "v1", short...))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	// Healthy counts available pods; the EndpointSlice controller may
@@ -260,7 +262,7 @@ func TestCanaryPauseResume(t *testing.T) {
 	s := newSyncTarget(t)
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 4s, 100%"`}
 	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "in the timed pause", phaseIs(2, "Progressing", "canary step 2/3", "paused until"))

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // installChart renders charts/plimsoll into namespace ns with the given
@@ -74,26 +76,11 @@ func renderChart(t *testing.T, ns string, sets ...string) string {
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	return helm(t, args...)
-}
-
-// helm runs the helm hack/cluster builds, with homes of its own and the
-// suite's kubeconfig, and returns its standard output.
-func helm(t *testing.T, args ...string) string {
-	t.Helper()
-	helmPath, err := exec.Command(clusterScript(), "helm").Output()
+	out, err := kit.Helm(t, append(args, "--kubeconfig", suite.kubeconfig)...)
 	if err != nil {
-		t.Fatalf("build helm: %v", err)
+		t.Fatal(err)
 	}
-	cmd := exec.Command(strings.TrimSpace(string(helmPath)), append(args, "--kubeconfig", suite.kubeconfig)...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", args[0], err, stderr.String())
-	}
-	return string(out)
+	return out
 }
 
 // TestChartObjectsValid sends every object the chart renders, in both
@@ -101,7 +88,7 @@ func helm(t *testing.T, args ...string) string {
 // server-side dry-run with strict field validation: a misspelled or
 // misplaced field fails here, not at install time.
 func TestChartObjectsValid(t *testing.T) {
-	home, team := newNamespace(t), newNamespace(t)
+	home, team := kit.NewNamespace(t, suite.client, ""), kit.NewNamespace(t, suite.client, "")
 	for name, sets := range map[string][]string{
 		"default":    nil,
 		"namespaced": {"rbac.namespaced=true", "rbac.namespaces={" + team + "}"},
@@ -139,7 +126,7 @@ func TestChartRights(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			home := newNamespace(t) // the daemon's own namespace: its status, its Lease
+			home := kit.NewNamespace(t, suite.client, "") // the daemon's own namespace: its status, its Lease
 			sets := []string{}
 			if tc.namespaced {
 				sets = append(sets, "rbac.namespaced=true", "rbac.namespaces={"+s.ns+"}")
@@ -155,7 +142,7 @@ func TestChartRights(t *testing.T) {
 			files := mergeFiles(inDir("web", example(t, "rolling")), inDir("api", example(t, "canary",
 				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`)))
 			first := s.repo.commit("web and api", files)
-			startDaemon(t, s, append(limits, "--interval", "1s")...)
+			kit.StartDaemon(t, s, append(limits, "--interval", "1s")...)
 			waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			s.waitForCommit(t, first)
@@ -169,7 +156,7 @@ func TestChartRights(t *testing.T) {
 				return
 			}
 
-			other := newNamespace(t)
+			other := kit.NewNamespace(t, suite.client, "")
 			bad := s.repo.commit("a ConfigMap elsewhere and a Namespace", mergeFiles(files, map[string]string{
 				"elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
 				"namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + other + "-new\n",

@@ -14,6 +14,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // cliFlags are the connection flags of the CLI commands for s.
@@ -42,7 +44,7 @@ func TestCLI(t *testing.T) {
 		files[name] = text
 	}
 	first := s.repo.commit("web and api", files)
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.waitForCommit(t, first)
@@ -183,7 +185,7 @@ func replaceServer(kubeconfig, server string) string {
 func TestCLITrace(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", blueGreenExample(t, "v1", "2s"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.repo.commit("shop v2", blueGreenExample(t, "v2", "2s"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 2 going out", func(d *appsv1.Deployment) bool {
@@ -233,7 +235,7 @@ func TestCLIDiff(t *testing.T) {
 	files["config/settings.yaml"] = settingsConfigMap("one")
 	files["config/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n"
 	first := s.repo.commit("v1", files)
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -244,10 +246,10 @@ func TestCLIDiff(t *testing.T) {
 		t.Fatalf("diff of a synced cluster: exit %d, output:\n%s", code, out)
 	}
 
-	if err := d.cmd.Process.Kill(); err != nil {
+	if err := d.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = d.cmd.Process.Wait()
+	_ = d.Wait()
 	files = mergeFiles(inDir("web", switchedExample(t, "v2", "")), inDir("shop", blueGreenExample(t, "v2", "2s")),
 		inDir("api", canaryExample(t, "v2", "  progressDeadlineSeconds: 60\n", "")))
 	files["config/settings.yaml"] = settingsConfigMap("two")

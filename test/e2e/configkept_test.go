@@ -18,6 +18,8 @@ import (
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // configuredWeb is a kustomization whose configMapGenerator makes
@@ -104,7 +106,7 @@ func watchConfig(t *testing.T, s *syncTarget) *configWatch {
 			w.add("message", cm.Annotations["plimsoll.dev/message"])
 		}
 	}
-	runInformer(t, coreinformers.NewConfigMapInformer(suite.client, s.ns, 0, cache.Indexers{}), cache.ResourceEventHandlerFuncs{
+	kit.RunInformer(t.Context(), t, coreinformers.NewConfigMapInformer(suite.client, s.ns, 0, cache.Indexers{}), cache.ResourceEventHandlerFuncs{
 		AddFunc:    message,
 		UpdateFunc: func(_, obj any) { message(obj) },
 		DeleteFunc: func(obj any) {
@@ -115,16 +117,14 @@ func watchConfig(t *testing.T, s *syncTarget) *configWatch {
 				w.add("deleted", cm.Name)
 			}
 		},
-	}, "ConfigMaps of "+s.ns, nil)
+	}, "ConfigMaps of "+s.ns)
 	phase := func(obj any) {
 		if d, ok := obj.(*appsv1.Deployment); ok && d.Name == "web" {
 			w.add("phase", d.Annotations["plimsoll.dev/revision"]+":"+d.Annotations["plimsoll.dev/phase"])
 		}
 	}
-	runInformer(t, appsinformers.NewDeploymentInformer(suite.client, s.ns, 0, cache.Indexers{}), cache.ResourceEventHandlerFuncs{
-		AddFunc:    phase,
-		UpdateFunc: func(_, obj any) { phase(obj) },
-	}, "Deployments of "+s.ns, nil)
+	kit.RunInformer(t.Context(), t, appsinformers.NewDeploymentInformer(suite.client, s.ns, 0, cache.Indexers{}),
+		kit.OnAddOrUpdate(phase), "Deployments of "+s.ns)
 	return w
 }
 
@@ -222,7 +222,7 @@ func startConfigRollout(t *testing.T, image string, minReady, deadline int) *con
 	t.Helper()
 	r := &configRollout{s: newSyncTarget(t)}
 	first := r.s.repo.commit("web v1", configuredWeb(t, "registry.example/web:v1", "hello", minReady, deadline))
-	startDaemon(t, r.s, "--interval", "1s")
+	kit.StartDaemon(t, r.s, "--interval", "1s")
 	r.s.waitForCommit(t, first)
 	r.old = configOf(t, waitForRevision(t, r.s.ns, 1, "Healthy"))
 	r.watch = watchConfig(t, r.s)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestCanaryRolloutsNeverFailTheSync rolls examples/canary through five
@@ -17,7 +19,7 @@ func TestCanaryRolloutsNeverFailTheSync(t *testing.T) {
 	s := newSyncTarget(t)
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, 50%, 100%"`}
 	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	for revision := 2; revision <= 6; revision++ {
 		version := fmt.Sprintf("v%d", revision)
@@ -31,7 +33,7 @@ func TestCanaryRolloutsNeverFailTheSync(t *testing.T) {
 			t.Errorf("SyncFailed Event (%d times): %s", e.Count, e.Message)
 		}
 	}
-	if failed > 0 || strings.Contains(d.log(), "sync failed") {
-		t.Errorf("%d failed syncs over five canary rollouts; daemon log:\n%s", failed, d.log())
+	if failed > 0 || strings.Contains(d.Log(), "sync failed") {
+		t.Errorf("%d failed syncs over five canary rollouts; daemon log:\n%s", failed, d.Log())
 	}
 }

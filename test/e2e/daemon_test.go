@@ -7,14 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	gosync "sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,86 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/sync/webhook"
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
-
-// daemon is a `plimsoll run` process of one test.
-type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	mu   gosync.Mutex
-	logs bytes.Buffer
-}
-
-// Write collects the daemon's log.
-func (d *daemon) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.Write(p)
-}
-
-func (d *daemon) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
-}
-
-// startDaemon runs `plimsoll run` for s with extra flags, serving on a free
-// loopback port; it is stopped with SIGTERM when the test ends.
-func startDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
-	t.Helper()
-	d := launchDaemon(t, s, extra...)
-	d.waitReady(t)
-	return d
-}
-
-// launchDaemon starts `plimsoll run` like startDaemon without waiting for
-// it to be ready.
-func launchDaemon(t *testing.T, s *syncTarget, extra ...string) *daemon {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	d := &daemon{addr: addr}
-	args := append([]string{"run", "--listen", addr}, s.flags(extra...)...)
-	d.cmd = exec.Command(suite.plimsoll, args...)
-	d.cmd.Stdout, d.cmd.Stderr = d, d
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start plimsoll run: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- d.cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = d.cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", d.log())
-		}
-	})
-	return d
-}
-
-// ready reports whether the daemon answers /readyz with 200.
-func (d *daemon) ready() bool {
-	resp, err := http.Get("http://" + d.addr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func (d *daemon) waitReady(t *testing.T) {
-	t.Helper()
-	waitFor(t, "the daemon to be ready", func(ctx context.Context) (bool, error) { return d.ready(), nil })
-}
 
 // waitForCommit waits until the sync status says commit is applied.
 func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
@@ -124,7 +42,7 @@ func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
 func TestDaemonRestoresDrift(t *testing.T) {
 	s := newSyncTarget(t)
 	head := s.repo.commit("base", baseTree())
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	waitForPhase(t, s.ns, "web", "Healthy")
 	// The controllers are done writing once the Deployment controller has
@@ -167,7 +85,7 @@ func TestDaemonRestoresDrift(t *testing.T) {
 // checkQuietPollsWriteNothing waits for 3 more quiet polls of daemon d and
 // fails t if any of objs but a Deployment (the rollout controller's to
 // write) changed meanwhile.
-func checkQuietPollsWriteNothing(t *testing.T, d *daemon, objs []object) {
+func checkQuietPollsWriteNothing(t *testing.T, d *kit.Daemon, objs []object) {
 	t.Helper()
 	before := resourceVersions(t, objs)
 	waitForQuietPolls(t, d, 3)
@@ -181,7 +99,7 @@ func checkQuietPollsWriteNothing(t *testing.T, d *daemon, objs []object) {
 // waitForQuietPolls waits until daemon d has made n more quiet polls: the
 // commit applied is still the branch head and nothing it applied changed,
 // so the poll read and wrote nothing.
-func waitForQuietPolls(t *testing.T, d *daemon, n float64) {
+func waitForQuietPolls(t *testing.T, d *kit.Daemon, n float64) {
 	t.Helper()
 	quiet := metricSum(t, d, "plimsoll_sync_quiet_polls_total")
 	waitFor(t, fmt.Sprintf("%v more quiet polls", n), func(context.Context) (bool, error) {
@@ -219,7 +137,7 @@ const hookSecret = "hook-s3cret"
 // hookedDaemon starts a daemon that polls once an hour and takes push hooks
 // signed with hookSecret, waits until it applied the first commit, and
 // pushes a second one that only a hook (or an hour) brings in.
-func hookedDaemon(t *testing.T) (s *syncTarget, d *daemon, first, second string) {
+func hookedDaemon(t *testing.T) (s *syncTarget, d *kit.Daemon, first, second string) {
 	t.Helper()
 	s = newSyncTarget(t)
 	secretFile := filepath.Join(t.TempDir(), "hook-secret")
@@ -227,7 +145,7 @@ func hookedDaemon(t *testing.T) (s *syncTarget, d *daemon, first, second string)
 		t.Fatal(err)
 	}
 	first = s.repo.commit("base", baseTree())
-	d = startDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
+	d = kit.StartDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
 	s.waitForCommit(t, first)
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
@@ -237,10 +155,10 @@ func hookedDaemon(t *testing.T) (s *syncTarget, d *daemon, first, second string)
 
 // postHook sends daemon d a GitHub push hook signed with secret and
 // returns the status code.
-func postHook(t *testing.T, d *daemon, secret string) int {
+func postHook(t *testing.T, d *kit.Daemon, secret string) int {
 	t.Helper()
 	body := []byte(`{"ref":"refs/heads/main"}`)
-	req, err := http.NewRequest(http.MethodPost, "http://"+d.addr+"/hook", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+d.Addr+"/hook", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

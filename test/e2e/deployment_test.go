@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Images of the smoke test. kwok keeps a pod whose image contains
@@ -38,7 +40,7 @@ const (
 // `kubectl rollout undo` does, brings 4/4 back.
 func TestDeploymentSemantics(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := kit.NewNamespace(t, suite.client, "")
 	deployments := suite.client.AppsV1().Deployments(ns)
 
 	svc := &corev1.Service{

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // endpointState is one observed state of a Service's ready endpoints.
@@ -46,44 +48,17 @@ func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	selector := labels.Set{discoveryv1.LabelServiceName: service}.String()
 	informer := discoveryinformers.NewFilteredEndpointSliceInformer(suite.client, ns, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	runInformer(t, informer, cache.ResourceEventHandlerFuncs{
+	kit.RunInformer(t.Context(), t, informer, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { w.observe(obj, false) },
 		DeleteFunc: func(obj any) { w.observe(obj, true) },
-	}, "EndpointSlices of "+service, nil)
+	}, "EndpointSlices of "+service)
 	// Record the listed state even when the Service has no slice yet, so
 	// that every mark has a state in effect.
 	w.mu.Lock()
 	w.record()
 	w.mu.Unlock()
 	return w
-}
-
-// runInformer runs informer with handler until the test ends and returns
-// once its initial list has been delivered; what names what it watches,
-// for a failure. atEnd, when set, runs once the informer has stopped.
-func runInformer(t *testing.T, informer cache.SharedIndexInformer, handler cache.ResourceEventHandler, what string, atEnd func()) {
-	t.Helper()
-	reg, err := informer.AddEventHandler(handler)
-	if err != nil {
-		t.Fatalf("watch %s: %v", what, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		informer.RunWithContext(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if atEnd != nil {
-			atEnd()
-		}
-	})
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		t.Fatalf("list %s: informer stopped before syncing", what)
-	}
 }
 
 // observe applies an added, updated or deleted slice (or a deletion
@@ -216,7 +191,7 @@ func (w *endpointWatch) history(mark int) []string {
 // Deployment of 2 ready pods to 0 is seen as a drop to 0 ready endpoints.
 func TestEndpointWatch(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := kit.NewNamespace(t, suite.client, "")
 	appLabels := map[string]string{"app": "ep"}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "ep"},

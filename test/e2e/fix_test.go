@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestFixNotBlockedByFailingStable starts each strategy on a revision
@@ -27,7 +29,7 @@ func TestFixNotBlockedByFailingStable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
 			s.repo.commit("web broken", switchedExample(t, "does-not-exist", tc.annotations))
-			startDaemon(t, s, "--interval", "1s")
+			kit.StartDaemon(t, s, "--interval", "1s")
 			waitFor(t, "the broken pods to run, none Ready", func(context.Context) (bool, error) {
 				ready, unready := podsByReadiness(t, s.ns, "app=web")
 				return len(ready) == 0 && len(unready) >= 4, nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // gitRepo is a bare repository served at file://, and a work tree that
@@ -37,29 +39,7 @@ func (r *gitRepo) URL() string { return "file://" + r.bare }
 // removes the file.
 func (r *gitRepo) write(files map[string]string) {
 	r.t.Helper()
-	writeFiles(r.t, r.work, files)
-}
-
-// writeFiles puts files (slash-separated path relative to dir -> content)
-// in dir, making the directories they need; an empty content removes the
-// file.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for path, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(path))
-		if content == "" {
-			if err := os.Remove(full); err != nil {
-				t.Fatalf("remove %s: %v", path, err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kit.WriteFiles(r.t, r.work, files)
 }
 
 // commit writes files, commits everything with subject and pushes; it

@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // hotfixImage is what the tests below set by hand.
@@ -64,7 +66,7 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 	tree["deployment.yaml"] = rollingDeployment(2, goodImage)
 	tree["api.yaml"] = canaryAPI
 	head := s.repo.commit("web and api", tree)
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	waitForPhase(t, s.ns, "web", "Healthy")
 	waitForPhase(t, s.ns, "api", "Healthy")

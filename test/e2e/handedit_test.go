@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestDaemonUndoesKubectlEdits checks that what kubectl changes on a synced
@@ -37,7 +39,7 @@ func TestDaemonUndoesKubectlEdits(t *testing.T) {
 
 	t.Log("1. adopted: the key Git dropped goes, with kubectl's annotation")
 	head := s.repo.commit("base and legacy", tree)
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	// The first sync labels it (it was not the sync's to read before);
 	// the poll after that finds kubectl's fields and takes them over.

@@ -10,6 +10,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestHPAScalesOnExternalMetric shows that the local control plane's real
@@ -28,7 +30,7 @@ import (
 // (hack/cluster sets the sync period to 5s).
 func TestHPAScalesOnExternalMetric(t *testing.T) {
 	a := startMetricsAdapter(t)
-	ns := newNamespace(t)
+	ns := kit.NewNamespace(t, suite.client, "")
 
 	a.setLoad(t, ns, "web", 200)
 	manifest := filepath.Join(t.TempDir(), "web.yaml")

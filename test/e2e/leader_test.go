@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestLeaderElection runs two daemons with --leader-elect on one sync, an
@@ -27,17 +29,17 @@ func TestLeaderElection(t *testing.T) {
 	}
 	flags := []string{"--interval", "1h", "--leader-elect", "--webhook-secret-file", secretFile}
 	first := s.repo.commit("base", baseTree())
-	leader := startDaemon(t, s, flags...)
+	leader := kit.StartDaemon(t, s, flags...)
 	s.waitForCommit(t, first)
 	waitForPhase(t, s.ns, "web", "Healthy")
 
-	standby := startDaemon(t, s, flags...) // ready as a standby
+	standby := kit.StartDaemon(t, s, flags...) // ready as a standby
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
 	green := s.repo.commit("paint it green", files)
 	holdsFor(t, "the standby waiting", 3*time.Second, func(ctx context.Context) error {
-		if strings.Contains(standby.log(), "became leader") {
-			return fmt.Errorf("the standby became leader while the leader runs:\n%s", standby.log())
+		if strings.Contains(standby.Log(), "became leader") {
+			return fmt.Errorf("the standby became leader while the leader runs:\n%s", standby.Log())
 		}
 		if c := s.status(t)["plimsoll.dev/commit"]; c != first {
 			return fmt.Errorf("commit %s applied without a poll or a hook", c)
@@ -51,8 +53,8 @@ func TestLeaderElection(t *testing.T) {
 	}
 	s.waitForCommit(t, green)
 	t.Logf("hook to the standby: commit applied by the leader in %s", time.Since(start).Round(time.Millisecond))
-	if !strings.Contains(leader.log(), "sync requested on the sync record") {
-		t.Errorf("the leader did not log the request:\n%s", leader.log())
+	if !strings.Contains(leader.Log(), "sync requested on the sync record") {
+		t.Errorf("the leader did not log the request:\n%s", leader.Log())
 	}
 
 	// The commit goes in before the leader stops: the leader polls once an
@@ -61,12 +63,12 @@ func TestLeaderElection(t *testing.T) {
 	// and wait for the next poll.)
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: green", "color: red", 1)
 	red := s.repo.commit("paint it red", files)
-	if err := leader.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := leader.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	s.waitForCommit(t, red)
-	if !strings.Contains(standby.log(), "became leader") {
-		t.Errorf("commit applied but the standby never logged becoming leader:\n%s", standby.log())
+	if !strings.Contains(standby.Log(), "became leader") {
+		t.Errorf("commit applied but the standby never logged becoming leader:\n%s", standby.Log())
 	}
-	standby.waitReady(t)
+	standby.WaitReady(t)
 }

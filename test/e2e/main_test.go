@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -131,34 +129,6 @@ func clusterTool(name string) (string, error) {
 		return "", fmt.Errorf("build %s with hack/cluster: %w", name, err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// newNamespace creates a namespace of its own for one test and deletes it
-// when the test ends.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"}}
-	ns, err := suite.client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		err := suite.client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		if err != nil {
-			t.Logf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
-	// Pods are admitted only once the namespace's default ServiceAccount
-	// exists; the controller manager creates it.
-	waitFor(t, "default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
-		_, err := suite.client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	return ns.Name
 }
 
 // waitFor polls cond until it reports true, failing the test after

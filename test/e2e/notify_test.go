@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Canary values of the notification tests: the token in every receiver's
@@ -188,7 +190,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 		return files
 	}
 	s.repo.commit("api v1", tree("v1"))
-	d := startDaemon(t, s, "--interval", "1s",
+	d := kit.StartDaemon(t, s, "--interval", "1s",
 		"--notify-webhook-file", hook.urlFile(t, "ops"), "--notify-slack-file", slack.urlFile(t, "team"))
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	phases := watchPhases(t, s.ns, "api")
@@ -287,7 +289,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 	places := map[string]string{
 		"webhook bodies": strings.Join(hook.received(), "\n"),
 		"Slack bodies":   strings.Join(slack.received(), "\n"),
-		"daemon log":     d.log(),
+		"daemon log":     d.Log(),
 		"metrics":        metrics,
 	}
 	for where, text := range places {
@@ -298,7 +300,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 		}
 	}
 	for _, want := range []string{`receivers="[webhook/ops slack/team]"`} {
-		if !strings.Contains(d.log(), want) {
+		if !strings.Contains(d.Log(), want) {
 			t.Errorf("daemon log lacks %s", want)
 		}
 	}
@@ -371,14 +373,14 @@ func TestNotifyBadReceivers(t *testing.T) {
 	}
 	for _, want := range []string{`msg="notification not delivered" receiver=webhook/hang`, "no answer within 1s",
 		`msg="notification not delivered" receiver=slack/broken`, "answered 500 Internal Server Error"} {
-		if !strings.Contains(d.log(), want) {
+		if !strings.Contains(d.Log(), want) {
 			t.Errorf("daemon log lacks %q", want)
 		}
 	}
 
 	took := stopDaemon(t, d)
 	t.Logf("daemon stopped %s after SIGTERM with a receiver hanging", took.Round(time.Millisecond))
-	for _, text := range []string{d.log(), strings.Join(hang.received(), "\n")} {
+	for _, text := range []string{d.Log(), strings.Join(hang.received(), "\n")} {
 		if strings.Contains(text, notifyToken) {
 			t.Error("the receivers' token shows in the daemon log or a body")
 		}
@@ -388,12 +390,12 @@ func TestNotifyBadReceivers(t *testing.T) {
 // timedCanary syncs examples/canary with steps that need no promote to a
 // new namespace, runs a daemon with extra flags, and times revision 2
 // from its push until it is Healthy.
-func timedCanary(t *testing.T, extra ...string) (*syncTarget, *daemon, time.Duration) {
+func timedCanary(t *testing.T, extra ...string) (*syncTarget, *kit.Daemon, time.Duration) {
 	t.Helper()
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, 50%, 100%"`}
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
-	d := startDaemon(t, s, append([]string{"--interval", "1s"}, extra...)...)
+	d := kit.StartDaemon(t, s, append([]string{"--interval", "1s"}, extra...)...)
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	start := time.Now()
 	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
@@ -419,18 +421,18 @@ func metricAtLeast(lines []string, series string, want float64) bool {
 
 // stopDaemon sends d SIGTERM and waits (a minute at most) for it to exit
 // cleanly; it returns how long that took.
-func stopDaemon(t *testing.T, d *daemon) time.Duration {
+func stopDaemon(t *testing.T, d *kit.Daemon) time.Duration {
 	t.Helper()
 	start := time.Now()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("stop the daemon: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
+	go func() { done <- d.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("daemon exited with %v after SIGTERM:\n%s", err, d.log())
+			t.Errorf("daemon exited with %v after SIGTERM:\n%s", err, d.Log())
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("daemon still running a minute after SIGTERM")

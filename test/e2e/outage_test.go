@@ -14,6 +14,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestSourceOutage serves the repository over smart HTTP with basic auth,
@@ -27,7 +29,7 @@ func TestSourceOutage(t *testing.T) {
 	s.url = server.URL(s.repo)
 	t.Setenv("E2E_GIT_PASSWORD", "outage-password")
 	first := s.repo.commit("base", baseTree())
-	d := startDaemon(t, s, "--interval", "500ms", "--git-timeout", "1s",
+	d := kit.StartDaemon(t, s, "--interval", "500ms", "--git-timeout", "1s",
 		"--git-username", "deploy", "--git-password-env", "E2E_GIT_PASSWORD")
 	s.waitForCommit(t, first)
 	waitForPhase(t, s.ns, "web", "Healthy")
@@ -67,10 +69,10 @@ func TestSourceOutage(t *testing.T) {
 	// The daemon doubles its wait after each failure: 1s, 2s, 4s.
 	backoff := regexp.MustCompile(`next attempt after backoff.* wait=(\S+)`)
 	waitFor(t, "three backoff waits in the log", func(ctx context.Context) (bool, error) {
-		return len(backoff.FindAllStringSubmatch(d.log(), -1)) >= 3, nil
+		return len(backoff.FindAllStringSubmatch(d.Log(), -1)) >= 3, nil
 	})
 	var waits []string
-	for _, m := range backoff.FindAllStringSubmatch(d.log(), -1)[:3] {
+	for _, m := range backoff.FindAllStringSubmatch(d.Log(), -1)[:3] {
 		waits = append(waits, m[1])
 	}
 	if strings.Join(waits, " ") != "1s 2s 4s" {
@@ -117,7 +119,7 @@ func TestSecretsStaySecret(t *testing.T) {
 	files := baseTree()
 	files["secret.yaml"] = secret("Opaque")
 	first := s.repo.commit("with a secret", files)
-	d := startDaemon(t, s, "--interval", "500ms", "--git-username", "deploy", "--git-password-file", pwFile)
+	d := kit.StartDaemon(t, s, "--interval", "500ms", "--git-username", "deploy", "--git-password-file", pwFile)
 	s.waitForCommit(t, first)
 
 	t.Log("a change of the Secret's immutable type is rejected by the API server")
@@ -139,7 +141,7 @@ func TestSecretsStaySecret(t *testing.T) {
 		t.Fatalf("sync with a wrong password exited 0:\n%s", out)
 	}
 
-	resp, err := http.Get("http://" + d.addr + "/metrics")
+	resp, err := http.Get("http://" + d.Addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestSecretsStaySecret(t *testing.T) {
 		events.WriteString(e.Message + "\n")
 	}
 	places := map[string]string{
-		"daemon log":         d.log(),
+		"daemon log":         d.Log(),
 		"one-shot sync log":  out,
 		"events":             events.String(),
 		"status annotations": fmt.Sprint(s.status(t)),

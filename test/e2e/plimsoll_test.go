@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // syncTarget is where one test syncs to: a namespace of its own, which is
@@ -37,7 +39,13 @@ func (s *syncTarget) statusNamespace() string {
 
 func newSyncTarget(t *testing.T) *syncTarget {
 	t.Helper()
-	return &syncTarget{ns: newNamespace(t), repo: newGitRepo(t), cacheDir: t.TempDir()}
+	return &syncTarget{ns: kit.NewNamespace(t, suite.client, ""), repo: newGitRepo(t), cacheDir: t.TempDir()}
+}
+
+// RunFlags is the plimsoll binary and the flags of `plimsoll run` for s,
+// with extra: what kit.StartDaemon runs.
+func (s *syncTarget) RunFlags(extra ...string) (string, []string) {
+	return suite.plimsoll, s.flags(extra...)
 }
 
 // flags are the source flags of every plimsoll command of the test.

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // example returns the files of examples/<dir> for a Git commit, with each
@@ -179,7 +181,7 @@ func checkQuiet(t *testing.T, ns string, names ...string) {
 
 // checkMetrics reads the daemon's /metrics and checks that each of want
 // (a series with its labels, a space, its value) is a line of it.
-func checkMetrics(t *testing.T, d *daemon, want ...string) {
+func checkMetrics(t *testing.T, d *kit.Daemon, want ...string) {
 	t.Helper()
 	lines := scrapeMetrics(t, d)
 	for _, w := range want {
@@ -244,7 +246,7 @@ func TestProgressiveBadInput(t *testing.T) {
 			good := example(t, tc.dir)
 			good["config.yaml"] = settingsConfigMap("good")
 			s.repo.commit("good", good)
-			startDaemon(t, s, "--interval", "1s")
+			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			app := "app=" + strings.SplitN(tc.primary, "-", 2)[0]
 			ready, unready := podsByReadiness(t, s.ns, app)
@@ -312,9 +314,9 @@ func podNames(pods []corev1.Pod) []string {
 }
 
 // scrapeMetrics returns the lines of the daemon's /metrics.
-func scrapeMetrics(t *testing.T, d *daemon) []string {
+func scrapeMetrics(t *testing.T, d *kit.Daemon) []string {
 	t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/metrics")
+	resp, err := http.Get("http://" + d.Addr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape /metrics: %v", err)
 	}
@@ -327,7 +329,7 @@ func scrapeMetrics(t *testing.T, d *daemon) []string {
 }
 
 // metricSum adds up every series of metric name on the daemon's /metrics.
-func metricSum(t *testing.T, d *daemon, name string) float64 {
+func metricSum(t *testing.T, d *kit.Daemon, name string) float64 {
 	t.Helper()
 	var sum float64
 	for _, line := range scrapeMetrics(t, d) {
@@ -348,7 +350,7 @@ func metricSum(t *testing.T, d *daemon, name string) float64 {
 // applied, and checks that they wrote no object, recorded no Synced Event
 // and logged no "applied" line. The marks are taken after one sync, so
 // that the Event and log of the commit itself are in before them.
-func checkResyncQuiet(t *testing.T, s *syncTarget, d *daemon) {
+func checkResyncQuiet(t *testing.T, s *syncTarget, d *kit.Daemon) {
 	t.Helper()
 	waitForSyncs(t, d, 1)
 	writes, events, applied := metricSum(t, d, "plimsoll_sync_object_writes_total"), syncedEvents(t, s), appliedLines(d)
@@ -361,12 +363,12 @@ func checkResyncQuiet(t *testing.T, s *syncTarget, d *daemon) {
 		t.Errorf("%d Synced Events for syncs of an unchanged commit", after-events)
 	}
 	if after := appliedLines(d); after != applied {
-		t.Errorf("%d \"applied\" log lines for syncs of an unchanged commit:\n%s", after-applied, d.log())
+		t.Errorf("%d \"applied\" log lines for syncs of an unchanged commit:\n%s", after-applied, d.Log())
 	}
 }
 
 // waitForSyncs waits until the daemon has synced n more times.
-func waitForSyncs(t *testing.T, d *daemon, n float64) {
+func waitForSyncs(t *testing.T, d *kit.Daemon, n float64) {
 	t.Helper()
 	syncs := metricSum(t, d, "plimsoll_sync_total")
 	waitFor(t, fmt.Sprintf("%v more syncs", n), func(context.Context) (bool, error) {
@@ -393,7 +395,7 @@ func syncedEvents(t *testing.T, s *syncTarget) int32 {
 
 // appliedLines counts the daemon's log lines of objects applied and
 // commits applied.
-func appliedLines(d *daemon) int {
-	log := d.log()
+func appliedLines(d *kit.Daemon) int {
+	log := d.Log()
 	return strings.Count(log, "msg=applied ") + strings.Count(log, `msg="sync applied"`)
 }

@@ -2,7 +2,11 @@
 
 package e2e
 
-import "testing"
+import (
+	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
+)
 
 // TestQuietPollsInFlight holds a canary and a blue-green revision in
 // flight, each waiting for promote, and checks that polls of the unchanged
@@ -22,7 +26,7 @@ func TestQuietPollsInFlight(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSyncTarget(t)
 			s.repo.commit(tt.name+" v1", tt.files(t, "v1"))
-			d := startDaemon(t, s, "--interval", "1s")
+			d := kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tt.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			v2 := s.repo.commit(tt.name+" v2", tt.files(t, "v2"))
 			waitForDeployment(t, s.ns, tt.primary, "revision 2 waiting for promote", phaseIs(2, tt.waiting[0], tt.waiting[1:]...))

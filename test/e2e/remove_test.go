@@ -7,6 +7,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestRemovedWorkloadTakesItsObjects removes a canary and a blue-green
@@ -30,7 +32,7 @@ func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
 			s.repo.commit("web v1", switchedExample(t, "v1", tc.annotations))
-			startDaemon(t, s, "--interval", "1s")
+			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.first, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			v2 := switchedExample(t, "v2", tc.annotations)
 			s.repo.commit("web v2", v2)
@@ -82,14 +84,14 @@ func TestRemovedBlueGreenWorkload(t *testing.T) {
 	files := mergeFiles(inDir("web", switchedExample(t, "v1", adoptBlueGreen+"    plimsoll.dev/prune: disabled\n")),
 		inDir("shop", blueGreenExample(t, "v1", "2s")))
 	first := s.repo.commit("v1", files)
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.waitForCommit(t, first)
-	if err := d.cmd.Process.Kill(); err != nil {
+	if err := d.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = d.cmd.Process.Wait()
+	_ = d.Wait()
 	colorBefore := selector(t, s.ns, "web")["plimsoll.dev/color"]
 	var webColors []string
 	for _, name := range []string{"web-blue", "web-green"} {
@@ -115,7 +117,7 @@ func TestRemovedBlueGreenWorkload(t *testing.T) {
 	endpoints := watchEndpoints(t, s.ns, "web")
 	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, left)
 	waitFor(t, "shop's colors to be deleted", func(context.Context) (bool, error) {
 		return getDeployment(t, s.ns, "shop-blue") == nil && getDeployment(t, s.ns, "shop-green") == nil, nil

@@ -9,20 +9,22 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // killAndRestart kills d with SIGKILL, logs where the workload stood
 // (primary's phase and message), and starts a new daemon for s.
-func killAndRestart(t *testing.T, s *syncTarget, d *daemon, primary string) *daemon {
+func killAndRestart(t *testing.T, s *syncTarget, d *kit.Daemon, primary string) *kit.Daemon {
 	t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = d.cmd.Process.Wait()
+	_ = d.Wait()
 	if p := getDeployment(t, s.ns, primary); p != nil {
 		t.Logf("killed the daemon at %s: %s", p.Annotations["plimsoll.dev/phase"], p.Annotations["plimsoll.dev/message"])
 	}
-	return startDaemon(t, s, "--interval", "1s")
+	return kit.StartDaemon(t, s, "--interval", "1s")
 }
 
 // checkPods checks that exactly n live pods match selector, all running
@@ -48,7 +50,7 @@ func checkPods(t *testing.T, ns, selector string, n int, image string) {
 func TestBlueGreenSurvivesSIGKILL(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("shop v1", blueGreenExample(t, "v1", "5s"))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 })
@@ -77,7 +79,7 @@ func TestBlueGreenSurvivesSIGKILL(t *testing.T) {
 func TestCanarySurvivesSIGKILL(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1"))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })

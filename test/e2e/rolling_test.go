@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // rollingDeployment is the Git manifest of a Deployment "web" with a
@@ -140,7 +142,7 @@ func TestRollingRollout(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	first := s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
-	daemon := startDaemon(t, s, "--interval", "1s")
+	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first sync: Healthy, revision 1, the commit, the template hash")
 	d := waitForRevision(t, s.ns, 1, "Healthy")
@@ -232,7 +234,7 @@ func TestRollingRollout(t *testing.T) {
 func TestRollingWithoutAutoRollback(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1", "plimsoll.dev/auto-rollback", "false")})
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
 	s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist", "plimsoll.dev/auto-rollback", "false")})
@@ -254,7 +256,7 @@ func TestRollingWithoutAutoRollback(t *testing.T) {
 func TestRollingPauseResume(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
 	annotate(t, s.ns, "plimsoll.dev/command", "pause")
@@ -285,18 +287,18 @@ func TestRollingSurvivesSIGKILL(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
 	s.repo.commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
 	waitFor(t, "revision 2 to start", func(ctx context.Context) (bool, error) {
 		return workload(t, s.ns).Annotations["plimsoll.dev/revision"] == "2", nil
 	})
-	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("killed the daemon at phase %s", workload(t, s.ns).Annotations["plimsoll.dev/phase"])
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	dep := waitForRevision(t, s.ns, 2, "Healthy")
 	holdsFor(t, "revision 2 staying revision 2", 3*time.Second, func(ctx context.Context) error {
 		if r := workload(t, s.ns).Annotations["plimsoll.dev/revision"]; r != "2" {
@@ -315,7 +317,7 @@ func TestRollingSurvivesSIGKILL(t *testing.T) {
 func TestRollingRetry(t *testing.T) {
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:v1")})
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 	s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:does-not-exist")})
 	failed := waitForRevision(t, s.ns, 2, "Degraded").Annotations["plimsoll.dev/failed-hash"]
@@ -345,7 +347,7 @@ func TestRollingRollbackToStable(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	d := waitForRevision(t, s.ns, 1, "Healthy")
 	if stable := d.Annotations["plimsoll.dev/stable-hash"]; stable == "" || stable != d.Annotations["plimsoll.dev/template-hash"] {
 		t.Errorf("revision 1 Healthy: stable-hash %q, want its template hash %q", stable, d.Annotations["plimsoll.dev/template-hash"])

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // switchedExample is examples/rolling (Deployment web, Service web, 4
@@ -35,7 +37,7 @@ func TestStrategySwitch(t *testing.T) {
 	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"50%, 100%\"\n"
 	s := newSyncTarget(t)
 	s.repo.commit("web v1, rolling", switchedExample(t, "v1", ""))
-	daemon := startDaemon(t, s, "--interval", "1s")
+	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "web")
 	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })

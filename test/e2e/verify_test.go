@@ -28,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // verifyTimeout bounds the wait for the daemon to see a new commit: while
@@ -103,7 +105,7 @@ func TestVerifyEitherKind(t *testing.T) {
 	cms := watchConfigMaps(t, s.ns)
 
 	first := pgpCommit(pgpKey)(s.repo, "OpenPGP-signed", appTree("v1", ""))
-	startDaemon(t, s, append(flags, "--interval", "1s")...)
+	kit.StartDaemon(t, s, append(flags, "--interval", "1s")...)
 	s.waitForCommitWithin(t, first, verifyTimeout)
 	second := sshCommit(sshKey)(s.repo, "SSH-signed", appTree("v2", ""))
 	s.waitForCommitWithin(t, second, verifyTimeout)
@@ -129,7 +131,7 @@ func verifySequence(t *testing.T, flags []string, good signedCommit, bad []badCo
 	s := newSyncTarget(t)
 	cms := watchConfigMaps(t, s.ns)
 	first := good(s.repo, "first", appTree("v1", ""))
-	d := startDaemon(t, s, append(flags, "--interval", "1s")...)
+	d := kit.StartDaemon(t, s, append(flags, "--interval", "1s")...)
 	s.waitForCommitWithin(t, first, verifyTimeout)
 	app := object{gvr: configMaps, namespace: s.ns, name: "app"}
 	appVersion := resourceVersion(t, app)
@@ -147,7 +149,7 @@ func verifySequence(t *testing.T, flags []string, good signedCommit, bad []badCo
 			if v := resourceVersion(t, app); v != appVersion {
 				t.Errorf("ConfigMap app changed (resourceVersion %s, was %s)", v, appVersion)
 			}
-			if !d.ready() {
+			if !d.Ready() {
 				t.Errorf("the daemon no longer answers /readyz after refusing commit %s", head[:7])
 			}
 		})
@@ -407,10 +409,7 @@ func watchConfigMaps(t *testing.T, ns string) *configMapWatch {
 		w.last[cm.Name] = cm.Data["value"]
 	}
 	informer := coreinformers.NewConfigMapInformer(suite.client, ns, 0, cache.Indexers{})
-	runInformer(t, informer, cache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
-		UpdateFunc: func(_, obj any) { record(obj) },
-	}, "ConfigMaps of "+ns, nil)
+	kit.RunInformer(t.Context(), t, informer, kit.OnAddOrUpdate(record), "ConfigMaps of "+ns)
 	return w
 }
 

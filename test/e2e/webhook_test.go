@@ -33,7 +33,7 @@ func TestWebhookRefusesAbuse(t *testing.T) {
 		{"unsigned 2 MiB body", nil, http.StatusUnauthorized},
 		{"signed 2 MiB body", map[string]string{webhook.HeaderGitHubSignature: webhook.Sign(secret, big)}, http.StatusRequestEntityTooLarge},
 	} {
-		code, err := postRaw(d.addr, big, tt.headers)
+		code, err := postRaw(d.Addr, big, tt.headers)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -42,7 +42,7 @@ func TestWebhookRefusesAbuse(t *testing.T) {
 		}
 	}
 
-	cut, err := trickle(d.addr, secret)
+	cut, err := trickle(d.Addr, secret)
 	if err != nil {
 		t.Fatalf("trickled body: %v", err)
 	}

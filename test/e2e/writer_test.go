@@ -14,6 +14,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestSecondWriterRefused starts a second daemon on the same sync name,
@@ -27,7 +29,7 @@ func TestSecondWriterRefused(t *testing.T) {
 	const staleImage = "registry.example/web:stale"
 	s := newSyncTarget(t)
 	first := s.repo.commit("base", baseTree())
-	d1 := startDaemon(t, s, "--interval", "1s")
+	d1 := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, first)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 
@@ -35,14 +37,14 @@ func TestSecondWriterRefused(t *testing.T) {
 	files := baseTree()
 	files["deployment.yaml"] = rollingDeployment(1, staleImage)
 	other.repo.commit("stale", files)
-	d2 := launchDaemon(t, other, "--interval", "1s")
+	d2 := kit.LaunchDaemon(t, other, "--interval", "1s")
 
 	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s_%d", strings.ReplaceAll(host, "_", "-"), d1.cmd.Process.Pid)
+	holder := fmt.Sprintf("%s_%d", strings.ReplaceAll(host, "_", "-"), d1.Cmd.Process.Pid)
 	waitFor(t, "the second daemon to say who holds the sync", func(ctx context.Context) (bool, error) {
 		code, body := readyz(d2)
 		return code == http.StatusServiceUnavailable && strings.Contains(body, holder) &&
-			strings.Contains(d2.log(), "another daemon holds the sync"), nil
+			strings.Contains(d2.Log(), "another daemon holds the sync"), nil
 	})
 	holdsFor(t, "the first daemon's workload", 6*time.Second, func(ctx context.Context) error {
 		d := getDeployment(t, s.ns, "web")
@@ -62,22 +64,22 @@ func TestSecondWriterRefused(t *testing.T) {
 		t.Errorf("plimsoll status exited %d and does not name the blocked writer and %s:\n%s", code, holder, out)
 	}
 
-	if err := d1.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d1.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = d1.cmd.Process.Wait()
+	_ = d1.Wait()
 	waitForDeployment(t, s.ns, "web", "the second daemon's image", func(d *appsv1.Deployment) bool {
 		return d.Spec.Template.Spec.Containers[0].Image == staleImage
 	})
-	d2.waitReady(t)
+	d2.WaitReady(t)
 	if note := s.status(t)["plimsoll.dev/blocked-writer"]; note != "" {
 		t.Errorf("plimsoll.dev/blocked-writer %q left on the record after the takeover", note)
 	}
 }
 
 // readyz returns d's /readyz status code and body.
-func readyz(d *daemon) (int, string) {
-	resp, err := http.Get("http://" + d.addr + "/readyz")
+func readyz(d *kit.Daemon) (int, string) {
+	resp, err := http.Get("http://" + d.Addr + "/readyz")
 	if err != nil {
 		return 0, err.Error()
 	}
