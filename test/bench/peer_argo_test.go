@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Argo Rollouts as the benchmark runs it.
@@ -46,12 +48,10 @@ type argoDriver struct {
 
 func (a *argoDriver) watch(ctx context.Context, t *testing.T, cfg *rest.Config, w *healthWatch, ss []strategy) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
-	var synced []cache.InformerSynced
 	for _, s := range ss {
 		inf := dynamicinformer.NewFilteredDynamicInformer(dyn, rolloutGVR, s.namespace, 0, cache.Indexers{}, nil).Informer()
-		synced = append(synced, runInformer(ctx, t, inf, "the Rollouts of "+s.namespace, w.observeArgo))
+		kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(w.observeArgo), "the Rollouts of "+s.namespace)
 	}
-	waitSynced(ctx, t, synced...)
 }
 
 // observeArgo records the status of a Rollout that changed. Argo Rollouts
@@ -90,9 +90,9 @@ func (a *argoDriver) begin(t *testing.T, kubeconfig, work, logPath string, n int
 	// The client limits are plimsoll's (cmd/plimsoll: 1000 QPS, burst
 	// 2000) rather than Argo Rollouts' defaults (40, 80), so that neither
 	// waits on its own throttle.
-	d := startProcess(t, a.bin, logPath, []string{"POD_NAMESPACE=" + argoNamespace},
+	d := kit.Start(t, kit.Process{Bin: a.bin, Log: logPath, Env: []string{"POD_NAMESPACE=" + argoNamespace}, Args: []string{
 		"--kubeconfig", kubeconfig, "--leader-elect=false", "--qps", "1000", "--burst", "2000",
-		"--metricsPort", strconv.Itoa(a.ports[0]), "--healthzPort", strconv.Itoa(a.ports[1]))
+		"--metricsPort", strconv.Itoa(a.ports[0]), "--healthzPort", strconv.Itoa(a.ports[1])}})
 	for _, s := range ss {
 		a.write(t, s, imageV1)
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // Flux's objects, as the benchmark names them.
@@ -53,11 +55,11 @@ func (f *fluxDriver) start(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	if err := os.MkdirAll(filepath.Join(work, "artifacts"), 0o755); err != nil {
 		t.Fatalf("create the artifact storage: %v", err)
 	}
-	src := startProcess(t, f.source, logPrefix+"-source-controller.log", env, append(common,
+	src := kit.Start(t, kit.Process{Bin: f.source, Log: logPrefix + "-source-controller.log", Env: env, Args: append(common,
 		"--storage-path="+filepath.Join(work, "artifacts"), "--storage-addr="+storage, "--storage-adv-addr="+storage,
-		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[1]))...)
-	kus := startProcess(t, f.kustomize, logPrefix+"-kustomize-controller.log", env, append(common,
-		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[2]))...)
+		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[1]))})
+	kus := kit.Start(t, kit.Process{Bin: f.kustomize, Log: logPrefix + "-kustomize-controller.log", Env: env, Args: append(common,
+		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[2]))})
 	procs := procGroup{src, kus}
 
 	watchKustomization(ctx, t, cfg, w, ns)
@@ -107,7 +109,7 @@ func watchKustomization(ctx context.Context, t *testing.T, cfg *rest.Config, w *
 			w.markAppliedNow(commit)
 		}
 	}
-	waitSynced(ctx, t, runInformer(ctx, t, inf, "the Kustomizations of "+ns, observe))
+	kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(observe), "the Kustomizations of "+ns)
 }
 
 // conditionTrue tells whether u's status has condition typ with status
@@ -129,13 +131,11 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 // generation and every replica is updated and available, at the revision
 // its image names (imageV1 is 1, imageV2 is 2).
 func watchNative(ctx context.Context, t *testing.T, client kubernetes.Interface, w *healthWatch, ss []strategy) {
-	var synced []cache.InformerSynced
 	for _, s := range ss {
 		lw := cache.NewListWatchFromClient(client.AppsV1().RESTClient(), "deployments", s.namespace, fields.Everything())
 		inf := cache.NewSharedIndexInformer(lw, &appsv1.Deployment{}, 0, cache.Indexers{})
-		synced = append(synced, runInformer(ctx, t, inf, "the Deployments of "+s.namespace, w.observeNative))
+		kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(w.observeNative), "the Deployments of "+s.namespace)
 	}
-	waitSynced(ctx, t, synced...)
 }
 
 func (w *healthWatch) observeNative(obj any) {

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // scalePhases are the measurements of a scale run, in order.
@@ -58,9 +60,9 @@ func scaleRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Int
 	switch tool {
 	case toolPlimsoll:
 		watchPlimsoll(ctx, t, client, w, ss)
-		procs = procGroup{startDaemon(t, env.bin, logPrefix+".log", "run", "--repo", repo.url, "--branch", branch,
+		procs = procGroup{kit.Start(t, kit.Process{Bin: env.bin, Log: logPrefix + ".log", Args: []string{"run", "--repo", repo.url, "--branch", branch,
 			"--interval", pollInterval, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", statusNamespace,
-			"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))}
+			"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})}
 	case toolFlux:
 		watchNative(ctx, t, client, w, ss)
 		procs = env.flux.start(ctx, t, cfg, kubeconfig, work, logPrefix, repo.url, branch, statusNamespace, "", w)

@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"plimsoll.dev/plimsoll/test/internal/kit"
 	"plimsoll.dev/plimsoll/test/internal/proc"
 )
 
@@ -98,9 +99,9 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 		repo.push(t, "seed", ns)
 		if tool == toolPlimsoll {
 			watchSyncStatus(ctx, t, client, w)
-			procs = procGroup{startDaemon(t, env.bin, logPrefix+".log", "run", "--repo", repo.url, "--branch", ns,
+			procs = procGroup{kit.Start(t, kit.Process{Bin: env.bin, Log: logPrefix + ".log", Args: []string{"run", "--repo", repo.url, "--branch", ns,
 				"--interval", pollInterval, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", ns,
-				"--status-namespace", ns, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))}
+				"--status-namespace", ns, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})}
 		} else {
 			procs = env.flux.start(ctx, t, cfg, kubeconfig, work, logPrefix, repo.url, ns, ns, ns, w)
 			defer dropFluxFinalizers(ctx, t, cfg, ns)

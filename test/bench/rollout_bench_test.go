@@ -47,8 +47,6 @@ const (
 	// counted in the next; idleWindow is how long idle is measured.
 	settle     = 15 * time.Second
 	idleWindow = 60 * time.Second
-	// stopGrace is how long the daemon has to stop on SIGTERM.
-	stopGrace = 15 * time.Second
 	// progressEvery is how often a wait logs how far it got.
 	progressEvery = 30 * time.Second
 )

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // benchRepo is a Git work tree of the workloads' manifests and the bare
@@ -178,14 +180,12 @@ func newHealthWatch() *healthWatch {
 // Deployment <name>, the blue-green color with role active), and the
 // commits the status of the sync syncName names, in any namespace.
 func watchPlimsoll(ctx context.Context, t *testing.T, client kubernetes.Interface, w *healthWatch, ss []strategy) {
-	var synced []cache.InformerSynced
 	for _, s := range ss {
 		lw := cache.NewFilteredListWatchFromClient(client.AppsV1().RESTClient(), "deployments", s.namespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = labelWorkload })
 		inf := cache.NewSharedIndexInformer(lw, &appsv1.Deployment{}, 0, cache.Indexers{})
-		synced = append(synced, runInformer(ctx, t, inf, "the Deployments of "+s.namespace, func(obj any) { w.observePlimsoll(s, obj) }))
+		kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(func(obj any) { w.observePlimsoll(s, obj) }), "the Deployments of "+s.namespace)
 	}
-	waitSynced(ctx, t, synced...)
 	watchSyncStatus(ctx, t, client, w)
 }
 
@@ -195,31 +195,11 @@ func watchSyncStatus(ctx context.Context, t *testing.T, client kubernetes.Interf
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll,
 		fields.OneTermEqualSelector("metadata.name", "plimsoll-sync-"+syncName))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	waitSynced(ctx, t, runInformer(ctx, t, inf, "the sync status", func(obj any) {
+	kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(func(obj any) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Annotations[keyCommit] != "" {
 			w.markAppliedNow(cm.Annotations[keyCommit])
 		}
-	}))
-}
-
-// runInformer runs inf until ctx ends, handing observe every object it
-// adds or updates, and returns its HasSynced; what names what it watches.
-func runInformer(ctx context.Context, t *testing.T, inf cache.SharedIndexInformer, what string, observe func(any)) cache.InformerSynced {
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
-	}); err != nil {
-		t.Fatalf("watch %s: %v", what, err)
-	}
-	go inf.Run(ctx.Done())
-	return inf.HasSynced
-}
-
-// waitSynced waits until the informers of synced have read the cluster.
-func waitSynced(ctx context.Context, t *testing.T, synced ...cache.InformerSynced) {
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		t.Fatal("the benchmark's informers did not sync")
-	}
+	}), "the sync status")
 }
 
 // observePlimsoll records the status of a workload whose Deployment

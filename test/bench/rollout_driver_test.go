@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // rolloutDriver is the controller a rollout run measures and how it is
@@ -43,9 +45,9 @@ func (p *plimsollDriver) watch(ctx context.Context, t *testing.T, cfg *rest.Conf
 
 func (p *plimsollDriver) begin(t *testing.T, kubeconfig, work, logPath string, n int, ss []strategy) (procGroup, string) {
 	p.repo = newBenchRepo(t, n, ss)
-	d := startDaemon(t, p.bin, logPath, "run", "--repo", "file://"+p.repo.bare, "--interval", pollInterval,
+	d := kit.Start(t, kit.Process{Bin: p.bin, Log: logPath, Args: []string{"run", "--repo", "file://" + p.repo.bare, "--interval", pollInterval,
 		"--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", statusNamespace,
-		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache"))
+		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})
 	return procGroup{d}, p.repo.commits[0]
 }
 

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // The workload of the benchmark: 2,000 objects in 20 files.
@@ -59,7 +60,7 @@ func TestSyncBenchmark(t *testing.T) {
 
 	var pCold, pNoop, pDrift, kCold, kNoop []measurement
 	for i := 0; i < runs; i++ {
-		ns := newNamespace(t, client, fmt.Sprintf("bench-p-%d", i))
+		ns := kit.NewNamespace(t, client, fmt.Sprintf("bench-p-%d", i))
 		cache := t.TempDir()
 		args := []string{"sync", "--once", "--repo", "file://" + repo, "--kubeconfig", kubeconfig,
 			"--namespace", ns, "--status-namespace", ns, "--sync-name", ns, "--cache-dir", cache}
@@ -77,7 +78,7 @@ func TestSyncBenchmark(t *testing.T) {
 			t.Fatalf("drift not restored by the resync: %v %v", cm.Data, err)
 		}
 
-		kns := newNamespace(t, client, fmt.Sprintf("bench-k-%d", i))
+		kns := kit.NewNamespace(t, client, fmt.Sprintf("bench-k-%d", i))
 		kargs := []string{"--kubeconfig", kubeconfig, "apply", "--server-side", "--field-manager", "bench", "-n", kns, "-f", tree, "-o", "name"}
 		kCold = append(kCold, run(t, kubectl, kargs...))
 		kNoop = append(kNoop, run(t, kubectl, kargs...))
@@ -193,22 +194,6 @@ func runOutput(t *testing.T, bin string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
 	}
 	return string(out)
-}
-
-func newNamespace(t *testing.T, client kubernetes.Interface, prefix string) string {
-	ns, err := client.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that the
