@@ -6,14 +6,13 @@
 package chart
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // repoURL is the repository every rendering is given.
@@ -92,31 +91,6 @@ type volumeMount struct {
 	ReadOnly  bool   `json:"readOnly"`
 }
 
-// root is the repository's root.
-func root(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// helm runs the helm hack/cluster builds (from its cache after the first
-// time) and returns its combined output and error.
-func helm(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	out, err := exec.Command(filepath.Join(root(t), "hack", "cluster"), "helm").Output()
-	if err != nil {
-		t.Fatalf("build helm: %v", err)
-	}
-	cmd := exec.Command(strings.TrimSpace(string(out)), args...)
-	cmd.Dir = root(t)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	b, err := cmd.CombinedOutput()
-	return string(b), err
-}
-
 // render runs helm template with the given --set values and parses the
 // objects.
 func render(t *testing.T, sets ...string) []object {
@@ -125,7 +99,7 @@ func render(t *testing.T, sets ...string) []object {
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	out, err := helm(t, args...)
+	out, err := kit.Helm(t, args...)
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
@@ -173,7 +147,7 @@ func TestChartLint(t *testing.T) {
 		for _, s := range sets {
 			args = append(args, "--set", s)
 		}
-		if out, err := helm(t, args...); err != nil {
+		if out, err := kit.Helm(t, args...); err != nil {
 			t.Errorf("helm lint %v: %v\n%s", sets, err, out)
 		}
 	}
@@ -371,8 +345,8 @@ func TestChartNamespaced(t *testing.T) {
 		t.Errorf("cluster-wide mode limits the daemon: %v", args)
 	}
 
-	out, err := helm(t, "template", "plimsoll", "charts/plimsoll", "--set", "repo.url="+repoURL, "--set", "rbac.namespaced=true")
-	if err == nil || !strings.Contains(out, "list the namespaces the daemon may write in") {
+	out, err := kit.Helm(t, "template", "plimsoll", "charts/plimsoll", "--set", "repo.url="+repoURL, "--set", "rbac.namespaced=true")
+	if err == nil || !strings.Contains(err.Error(), "list the namespaces the daemon may write in") {
 		t.Errorf("namespaced mode without namespaces: err %v, output %q", err, out)
 	}
 }
@@ -396,8 +370,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify", "--set", "notifications.webhook={../ops}"}, "notifications/webhook/0"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.timeout=soon"}, "notifications/timeout"},
 	} {
-		out, err := helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
-		if err == nil || !strings.Contains(out, tc.want) {
+		out, err := kit.Helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template %v: err %v, output %q; want a refusal naming %q", tc.args, err, out, tc.want)
 		}
 	}

@@ -11,20 +11,12 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // module is the path of the Go module the binary belongs to.
 const module = "plimsoll.dev/plimsoll"
-
-// root is the repository's root.
-func root(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // goPackage is what the build needs of one package: where it is and the
 // files it is built from.
@@ -66,7 +58,7 @@ func binaryPackages(t *testing.T, dir string) []goPackage {
 // checks that every file of every package of this module that the binary
 // is built from is in it, then that the binary's packages resolve there.
 func TestBuildCopiesEveryPackageTheBinaryImports(t *testing.T) {
-	repo, ctx := root(t), t.TempDir()
+	repo, ctx := kit.Root(t), t.TempDir()
 	cmd := exec.Command(filepath.Join(repo, "hack", "image"), "context", ctx)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/image context: %v\n%s", err, out)
@@ -103,7 +95,7 @@ func TestBuildCopiesEveryPackageTheBinaryImports(t *testing.T) {
 // and that its last stage takes the image's files from the rootfs stage
 // only (the stage hack/image replaces when it builds with buildah).
 func TestDockerfileCopiesTheWholeContext(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root(t), "Dockerfile"))
+	raw, err := os.ReadFile(filepath.Join(kit.Root(t), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +128,7 @@ func TestDockerfileCopiesTheWholeContext(t *testing.T) {
 // the one a release build makes: the repository hack/image names by
 // default, tagged with the chart's appVersion (the release's tag).
 func TestChartNamesTheReleaseImage(t *testing.T) {
-	repo := root(t)
+	repo := kit.Root(t)
 	var chart struct {
 		AppVersion string `json:"appVersion"`
 	}

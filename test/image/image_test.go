@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // The image's contract.
@@ -56,7 +58,7 @@ func built(t *testing.T) build {
 	if os.Geteuid() != 0 {
 		t.Fatal("the image test runs the image in a mount namespace of its own and reads buildah's storage: run it as root (make test-image)")
 	}
-	raw, err := os.ReadFile(filepath.Join(root(t), "bin", "image", "build.json"))
+	raw, err := os.ReadFile(filepath.Join(kit.Root(t), "bin", "image", "build.json"))
 	if err != nil {
 		t.Fatalf("read what hack/image built: %v (build it first: make test-image)", err)
 	}
@@ -78,7 +80,7 @@ func want(t *testing.T, name string, args ...string) string {
 		return v
 	}
 	cmd := exec.Command("git", args...)
-	cmd.Dir = root(t)
+	cmd.Dir = kit.Root(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
@@ -89,7 +91,7 @@ func want(t *testing.T, name string, args ...string) string {
 // buildah runs buildah on the project's image storage.
 func buildah(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(root(t), "hack", "image"), append([]string{"buildah"}, args...)...)
+	cmd := exec.Command(filepath.Join(kit.Root(t), "hack", "image"), append([]string{"buildah"}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -310,7 +312,7 @@ func TestSBOMListsTheBinarysModules(t *testing.T) {
 			want[len(want)-1] = f[1] + "@" + f[2]
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(root(t), "bin", "image", "plimsoll.spdx.json"))
+	raw, err := os.ReadFile(filepath.Join(kit.Root(t), "bin", "image", "plimsoll.spdx.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +353,7 @@ func TestSBOMListsTheBinarysModules(t *testing.T) {
 // image: they point the chart at it.
 func TestValuesNameTheBuiltImage(t *testing.T) {
 	b := built(t)
-	raw, err := os.ReadFile(filepath.Join(root(t), "bin", "image", "values.yaml"))
+	raw, err := os.ReadFile(filepath.Join(kit.Root(t), "bin", "image", "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
