@@ -13,6 +13,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // TestCanaryFirstRevisionFails: a canary workload whose first revision
@@ -57,7 +59,7 @@ func TestFixAfterHeldFailure(t *testing.T) {
 	}
 	s := newSyncTarget(t)
 	s.repo.commit("v1", tree("v1"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 1 Healthy", phaseIs(1, "Healthy"))
 	apiEndpoints, shopEndpoints := watchEndpoints(t, s.ns, "api"), watchEndpoints(t, s.ns, "shop")
@@ -105,7 +107,7 @@ func TestHandScaledWorkloads(t *testing.T) {
 	}
 	s := newSyncTarget(t)
 	s.repo.commit("v1", tree("v1"))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 1 Healthy", phaseIs(1, "Healthy"))
 	shopEndpoints := watchEndpoints(t, s.ns, "shop")
@@ -123,8 +125,8 @@ func TestHandScaledWorkloads(t *testing.T) {
 			return hasEvent(t, s.ns, name, "ScaleRestored", "outside Git"), nil
 		})
 	}
-	if !strings.Contains(d.log(), "restored a replica count changed outside Git") {
-		t.Errorf("the daemon did not log the restored counts:\n%s", d.log())
+	if !strings.Contains(d.Log(), "restored a replica count changed outside Git") {
+		t.Errorf("the daemon did not log the restored counts:\n%s", d.Log())
 	}
 
 	t.Log("2. the next revision comes up at Git's count; the Service never below it")
@@ -153,7 +155,7 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	}
 	s := newSyncTarget(t)
 	s.repo.commit("v1", tree("v1"))
-	d := startDaemon(t, s, "--interval", "1s")
+	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "web revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
 	s.repo.commit("v2", tree("v2"))
@@ -180,8 +182,8 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	if got := canaryScale.max(); got != 0 {
 		t.Errorf("api-canary went up to %d replicas: the undone stable went through the canary steps again", got)
 	}
-	if n := strings.Count(d.log(), "restored the pod template changed by hand"); n < 2 {
-		t.Errorf("the daemon logged %d template restores, want one for web and one for api:\n%s", n, d.log())
+	if n := strings.Count(d.Log(), "restored the pod template changed by hand"); n < 2 {
+		t.Errorf("the daemon logged %d template restores, want one for web and one for api:\n%s", n, d.Log())
 	}
 
 	t.Log("2. the strategies' keys taken out of the Services' selectors: put back")
@@ -195,8 +197,8 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 			return hasEvent(t, s.ns, svc, "SelectorRepaired", "changed outside"), nil
 		})
 	}
-	if n := strings.Count(d.log(), "repaired a Service selector changed outside Git"); n < 2 {
-		t.Errorf("the daemon logged %d selector repairs, want 2:\n%s", n, d.log())
+	if n := strings.Count(d.Log(), "repaired a Service selector changed outside Git"); n < 2 {
+		t.Errorf("the daemon logged %d selector repairs, want 2:\n%s", n, d.Log())
 	}
 }
 

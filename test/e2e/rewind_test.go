@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // colorTree is a commit holding ConfigMap app with data color.
@@ -66,7 +68,7 @@ func TestRewindHeldUntilAccepted(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	v1 := s.repo.commit("v1", colorTree("one"))
-	startDaemon(t, s, "--interval", "1s", "--hold-rewinds")
+	kit.StartDaemon(t, s, "--interval", "1s", "--hold-rewinds")
 	s.waitForCommit(t, v1)
 	v2 := s.repo.commit("v2", colorTree("two"))
 	s.waitForCommit(t, v2)

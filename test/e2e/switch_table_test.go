@@ -13,6 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // switchReplicas is the size of every workload of the switch table: the
@@ -219,7 +221,7 @@ func TestStrategySwitchTable(t *testing.T) {
 	from := func(sc switchCase) string { return sc.from }
 	s := newSyncTarget(t)
 	s.repo.commit("twelve workloads at v1", tree(func(switchCase) string { return "v1" }, from, true))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 	watches := map[string]*endpointWatch{}
 	for _, sc := range cases {
 		watches[sc.name()] = watchEndpoints(t, s.ns, sc.name())

@@ -31,6 +31,8 @@ import (
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // The web view's browser tests.
@@ -143,7 +145,7 @@ func uiTree(t *testing.T, version, url, canary string) map[string]string {
 		`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"
     plimsoll.dev/analysis: error-rate`,
 		"        ports:\n", "        env:\n        - name: TOKEN\n          value: "+canary+"\n        ports:\n")
-	api["analysis.yaml"] = analysisDoc("error-rate", fmt.Sprintf(`metrics:
+	api["analysis.yaml"] = kit.AnalysisDoc("error-rate", fmt.Sprintf(`metrics:
 - name: ratio
   interval: 1s
   count: 2
@@ -179,7 +181,7 @@ func watchSteps(t *testing.T, ns string) *stepWatch {
 			w.mu.Unlock()
 		}
 	}
-	runInformer(t, informer, cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }}, "Deployment api", nil)
+	kit.RunInformer(t.Context(), t, informer, cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }}, "Deployment api")
 	return w
 }
 
@@ -213,7 +215,7 @@ func TestUI(t *testing.T) {
 	}
 	// The daemon watches this namespace only, and so does its view: the
 	// pages and their screenshots show this test's sync alone.
-	startDaemon(t, s, "--interval", "1s", "--ui-listen", addr, "--watch-namespace", s.ns)
+	kit.StartDaemon(t, s, "--interval", "1s", "--ui-listen", addr, "--watch-namespace", s.ns)
 	base := "http://" + addr
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))

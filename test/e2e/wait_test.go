@@ -11,6 +11,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // waitTree is the tree of TestWait: web (rolling, a 10 s progress
@@ -120,7 +122,7 @@ func TestWait(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("v1", waitTree(t, "v1", "v1", "v1"))
-	startDaemon(t, s, "--interval", "1s")
+	kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. the sync's latest commit, every workload of the sync (--all): Healthy at revision 1")
 	out, code := startWait(t, s, "--all", "--sync-name", s.ns, "--timeout", "2m").end(t)
