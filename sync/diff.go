@@ -39,7 +39,7 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, fmt.Errorf("read commit %s: %w", short(head), err)
 	}
-	objs, err := s.render(snap, len(rec.Inventory))
+	objs, _, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {
 		return "", nil, err
 	}

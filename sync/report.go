@@ -12,12 +12,13 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
 	"plimsoll.dev/plimsoll/sync/source"
 )
 
 // synced reports an applied commit: logs, metrics, an Event when anything
 // happened, and the status to record.
-func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult) inventory.Status {
+func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult, charts []*manifest.ChartOutput) inventory.Status {
 	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(commit.Hash))
 	for _, c := range changes {
 		log.Info("applied", "object", c.Key.String(), "action", string(c.Action), "origin", c.Item.Object.Origin.String())
@@ -36,7 +37,7 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	}
 	done := fetched
 	done.State, done.Commit = contract.SyncSynced, commit.Hash
-	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items)), waits)
+	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items)), chartSummary(charts), waits)
 	if waits != "" && done.Message != prev.Message {
 		// Logged when the waits change, not at every poll they last.
 		for _, w := range pruned.Waiting {

@@ -142,6 +142,12 @@ type Config struct {
 	HoldRewinds bool
 	// Limits bound what one render may read.
 	Limits manifest.Limits
+	// Charts, when set, renders the Helm charts of a commit; without it a
+	// commit holding a chart fails to render.
+	Charts ChartRenderer
+	// Hooks, when set, runs the hooks of the charts; without it hooks are
+	// left out.
+	Hooks HookRunner
 
 	Source      Source
 	Applier     *apply.Applier
@@ -354,7 +360,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		}
 		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
 	}
-	objs, err := s.render(snap, len(rec.Inventory))
+	objs, charts, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {
 		return s.failed(ctx, fetched, head, "render", err), outcomeFailed, err
 	}
@@ -373,11 +379,14 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	if err := errors.Join(checkAnalyses(objs), s.checkDeployments(ctx, objs)); err != nil {
 		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
 	}
-	plan, changes, err := s.applyCommit(ctx, objs, rec, snap.Commit)
+	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit)
 	if err != nil {
 		step := "apply"
 		if owned := (*apply.OwnerError)(nil); errors.As(err, &owned) {
 			step = "ownership check"
+		}
+		if hook := (*HookError)(nil); errors.As(err, &hook) {
+			step = hook.Event + " hook"
 		}
 		err = redact.err(err)
 		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
@@ -388,13 +397,24 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		return s.failed(ctx, fetched, head, "prune", err), outcomeFailed, err
 	}
 
-	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned), outcomeSynced, nil
+	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned, charts), outcomeSynced, nil
 }
 
-// render renders and validates the objects of a commit; an empty render is
-// refused (it would prune the inventory's n objects) unless AllowEmpty.
-func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error) {
-	objs, err := manifest.Render(snap.FS, s.cfg.Path, s.cfg.Limits)
+// render renders and validates the objects of a commit, Helm charts
+// included; an empty render is refused (it would prune the inventory's n
+// objects) unless AllowEmpty. It also returns the chart releases rendered.
+func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]manifest.Object, []*manifest.ChartOutput, error) {
+	var charts manifest.Charts
+	if s.cfg.Charts != nil {
+		s.cfg.Charts.StartSync()
+		charts = s.cfg.Charts
+	}
+	var objs []manifest.Object
+	var rendered []*manifest.ChartOutput
+	out, err := manifest.RenderTree(ctx, snap.FS, s.cfg.Path, s.cfg.Limits, charts)
+	if err == nil {
+		objs, rendered = out.Objects, out.Charts
+	}
 	if err == nil && len(objs) == 0 && !s.cfg.AllowEmpty {
 		err = fmt.Errorf("path %q renders no object; refusing to sync an empty set (and to prune %d objects) without --allow-empty", s.cfg.Path, n)
 	}
@@ -405,13 +425,22 @@ func (s *Syncer) render(snap *source.Snapshot, n int) ([]manifest.Object, error)
 	if err == nil {
 		err = manifest.Confine(objs, s.cfg.Namespaces)
 	}
-	return objs, err
+	if err == nil {
+		err = confineHooks(rendered, s.cfg.Namespaces)
+	}
+	return objs, rendered, err
 }
 
 // applyCommit plans, dry-runs and applies the commit's objects, hands the
 // Deployments to the rollout controller, and records in rec's inventory
 // every object now as desired. It returns the plan and what was written.
-func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
+//
+// The hooks of the chart releases run around it (see chartRuns): the pre
+// hooks once the plan is made and before anything is written, the post
+// hooks once the Deployments are handed over. A failed pre hook stops the
+// sync with nothing applied; a failed post hook fails it with everything
+// applied.
+func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
 	objs, err := s.scaleTargets(ctx, objs)
 	if err != nil {
 		return nil, nil, err
@@ -428,6 +457,11 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *i
 			it.Action = apply.ActionNone
 		}
 	}
+	createOnly(plan)
+	runs := chartRuns(charts, plan, rec.Inventory)
+	if err := s.runHooks(ctx, runs, false); err != nil {
+		return nil, nil, err
+	}
 	res, err := s.cfg.Applier.Apply(ctx, plan, isDeployment)
 	for _, it := range res.Applied {
 		rec.Inventory[it.Key()] = apply.EntryOf(it)
@@ -443,6 +477,9 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, rec *i
 		if isDeployment(it) {
 			rec.Inventory[it.Key()] = apply.EntryOf(it)
 		}
+	}
+	if err := s.runHooks(ctx, runs, true); err != nil {
+		return nil, nil, err
 	}
 	return plan, append(res.Changes, handed...), nil
 }

@@ -66,6 +66,8 @@ type sourceOptions struct {
 	verifyKeyFile, verifySSHKeyFile string
 
 	prometheusURL, prometheusTokenFile string
+	// helmCredentialsFile is --helm-credentials-file.
+	helmCredentialsFile string
 }
 
 func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
@@ -97,6 +99,7 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.verifySSHKeyFile, "verify-ssh-key", "", "allowed_signers file (the format of ssh-keygen -Y verify and git's gpg.ssh.allowedSignersFile): apply only commits SSH-signed by one of its keys (with --verify-key, by a key of either)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus the analyses' prometheus metrics query (e.g. http://prometheus.monitoring:9090)")
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
+	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries, in the format of Docker's config.json (what helm registry login writes)")
 }
 
 // measurer builds the analyses' measurer from the flags: Prometheus at

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
@@ -18,6 +19,7 @@ import (
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/source"
 )
@@ -112,6 +114,10 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	}
 	rollouts := rollout.New(rollout.Config{Client: client, Log: log, SyncName: o.syncName, Namespaces: namespaces,
 		Metrics: rolloutMetrics, Clock: clk, Once: once, Writable: d.writable, Measurer: measurer, Notifier: rolloutNotifier})
+	charts, err := o.charts(restCfg, cached, log)
+	if err != nil {
+		return nil, err
+	}
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
@@ -135,7 +141,24 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Writable:    d.writable,
 		Notifier:    syncNotifier,
 		Watch:       watch,
+		Charts:      charts,
+		Hooks:       &helm.Hooks{Dynamic: dyn, Mapper: mapper, FieldManager: apply.DefaultFieldManager, Log: log},
 	})
 	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
 	return d, nil
+}
+
+// charts builds the Helm chart renderer from the flags: fetched archives
+// are kept under --cache-dir, capabilities come from the cluster's
+// discovery, and lookup reads with the daemon's own rights.
+func (o *sourceOptions) charts(restCfg *rest.Config, disc discovery.DiscoveryInterface, log *slog.Logger) (*helm.Renderer, error) {
+	var creds *helm.Credentials
+	if o.helmCredentialsFile != "" {
+		c, err := helm.LoadCredentials(o.helmCredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--helm-credentials-file: %w", err)
+		}
+		creds = c
+	}
+	return helm.New(helm.Config{Namespace: o.namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: disc, REST: restCfg, Log: log}), nil
 }

@@ -36,6 +36,13 @@ const (
 	scopeNamespaced = "Namespaced"
 	scopeCluster    = "Cluster"
 
+	// ChartAPIVersion and ChartReleaseKind mark a chart release document:
+	// a Helm chart to render, with its values, declared in Git.
+	ChartAPIVersion  = "plimsoll.dev/v1"
+	ChartReleaseKind = "HelmChart"
+	// chartFile makes a directory a Helm chart.
+	chartFile = "Chart.yaml"
+
 	// kindSecret is the kind whose data never appears in an error.
 	kindSecret = "Secret"
 

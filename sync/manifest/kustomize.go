@@ -39,6 +39,9 @@ func (r *renderer) kustomization(dir, kfile string) error {
 		return &Error{Origin: Origin{File: kfile}, Reason: "kustomize build: write the output: " + redact(err.Error(), collectSecrets(repo.reads, r.lim))}
 	}
 	return documents(kfile, yamlOut, r.lim, func(doc int, value map[string]any) error {
+		if isChartRelease(value) {
+			return &Error{Origin: Origin{File: kfile, Doc: doc}, Field: "kind", Reason: "a " + ChartReleaseKind + " is read from a plain file, not from a kustomization's output"}
+		}
 		return r.add(Origin{File: kfile, Doc: doc}, value)
 	})
 }

@@ -48,6 +48,17 @@ type Object struct {
 	Obj *unstructured.Unstructured
 	// Origin is where Obj was read.
 	Origin Origin
+	// Release is the chart release that rendered the object, nil for an
+	// object read from a file or a kustomization.
+	Release *ChartRelease
+	// DefaultNamespace, when set, is the namespace Validate gives the
+	// object if it is namespaced and sets none, in place of the sync's: a
+	// chart's release namespace.
+	DefaultNamespace string
+	// CreateOnly marks an object that is created when absent and never
+	// updated: a CustomResourceDefinition of a chart's crds/ folder under
+	// the Create policy.
+	CreateOnly bool
 }
 
 // Key identifies an object for duplicates, inventory and prune: group, kind,

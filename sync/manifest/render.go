@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,7 +58,22 @@ func (l Limits) withDefaults() Limits {
 // about the input are *Error, joined when several files are at fault; an
 // error from fsys stops the render and is returned wrapped, naming the file.
 func Render(fsys fs.FS, dir string, limits Limits) ([]Object, error) {
-	r := &renderer{fsys: fsys, lim: limits.withDefaults(), objs: []Object{}}
+	out, err := RenderTree(context.Background(), fsys, dir, limits, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out.Objects, nil
+}
+
+// RenderTree is Render, with the Helm charts of the tree rendered by
+// charts: a directory holding a Chart.yaml is a chart (its files are not
+// read as manifests), and a document of kind ChartReleaseKind in a plain
+// file declares a chart release. Charts are rendered once the walk has
+// ended, and a chart directory that a release document renders is not
+// rendered again on its own. With a nil charts, a tree holding a chart is
+// an error.
+func RenderTree(ctx context.Context, fsys fs.FS, dir string, limits Limits, charts Charts) (*Rendered, error) {
+	r := &renderer{fsys: fsys, lim: limits.withDefaults(), objs: []Object{}, chartRenderer: charts}
 	root := path.Clean(dir)
 	if !fs.ValidPath(root) {
 		return nil, &Error{Origin: Origin{File: dir}, Reason: "the path is not a directory inside the repository"}
@@ -82,11 +98,13 @@ func Render(fsys fs.FS, dir string, limits Limits) ([]Object, error) {
 	})
 	if err != nil {
 		r.errs = append(r.errs, err)
+	} else {
+		r.renderCharts(ctx)
 	}
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}
-	return r.objs, nil
+	return &Rendered{Objects: r.objs, Charts: r.rendered}, nil
 }
 
 // renderer holds the state of one Render.
@@ -98,6 +116,12 @@ type renderer struct {
 	errs []error
 	// docs counts the documents and List items read so far.
 	docs int
+	// chartRenderer renders the charts; nil when the render reads none.
+	chartRenderer Charts
+	// charts are the charts found by the walk, rendered once it ends.
+	charts []ChartSource
+	// rendered are the charts rendered.
+	rendered []*ChartOutput
 }
 
 // isManifest reports whether a file name has an extension Render reads.
@@ -110,9 +134,18 @@ func isManifest(name string) bool {
 	return false
 }
 
-// directory builds dir with kustomize if it is a kustomization, and then
-// tells the walk to skip what is inside.
+// directory notes dir for a chart render if it holds a Chart.yaml, or
+// builds it with kustomize if it is a kustomization, and then tells the
+// walk to skip what is inside.
 func (r *renderer) directory(dir string) error {
+	isChart, err := chartDir(r.fsys, dir)
+	if err != nil {
+		return err
+	}
+	if isChart {
+		r.charts = append(r.charts, ChartSource{Dir: dir, Origin: Origin{File: path.Join(dir, chartFile)}})
+		return fs.SkipDir
+	}
 	kfile, err := findKustomization(r.fsys, dir)
 	if err != nil || kfile == "" {
 		return err
@@ -154,6 +187,10 @@ func (r *renderer) file(name string) error {
 	err = documents(name, data, r.lim, func(doc int, value map[string]any) error {
 		if isJSON && doc > 1 {
 			return &Error{Origin: Origin{File: name, Doc: doc}, Reason: "a JSON file holds a single object or List"}
+		}
+		if isChartRelease(value) {
+			r.charts = append(r.charts, ChartSource{Release: value, Origin: Origin{File: name, Doc: doc}})
+			return r.count(Origin{File: name, Doc: doc})
 		}
 		return r.add(Origin{File: name, Doc: doc}, value)
 	})

@@ -297,11 +297,15 @@ func (v *validator) placeNamespace(c checkedObject) {
 		return
 	}
 	ns := c.Obj.GetNamespace()
+	def := v.defaultNamespace
+	if c.DefaultNamespace != "" {
+		def = c.DefaultNamespace
+	}
 	switch {
-	case namespaced && ns == "" && v.defaultNamespace == "":
+	case namespaced && ns == "" && def == "":
 		v.problem(c.Origin, "metadata.namespace", "is required: the kind is namespaced and there is no default namespace")
 	case namespaced && ns == "":
-		c.Obj.SetNamespace(v.defaultNamespace)
+		c.Obj.SetNamespace(def)
 	case !namespaced && ns != "":
 		v.problem(c.Origin, "metadata.namespace", fmt.Sprintf("must not be set: %s is cluster-scoped", c.gvk.Kind))
 	}
