@@ -126,7 +126,6 @@ func chartSummary(charts []*manifest.ChartOutput) string {
 	return joinNonEmpty(line, strings.Join(warnings, "; "))
 }
 
-
 // confineHooks refuses, for a daemon limited to namespaces, a hook that
 // would be written elsewhere, as Confine refuses objects.
 func confineHooks(charts []*manifest.ChartOutput, namespaces []string) error {

@@ -66,7 +66,11 @@ func (h *Hooks) Run(ctx context.Context, out *manifest.ChartOutput, event string
 
 // hookName is "namespace/name" of a hook, or its name when cluster-scoped.
 func hookName(hk manifest.Hook) string {
-	if ns := hk.Obj.GetNamespace(); ns != "" {
+	ns := hk.Obj.GetNamespace()
+	if ns == "" {
+		ns = hk.DefaultNamespace
+	}
+	if ns != "" {
 		return ns + "/" + hk.Obj.GetName()
 	}
 	return hk.Obj.GetName()
