@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -36,10 +38,10 @@ type Hooks struct {
 	Log *slog.Logger
 }
 
-// Run runs the hooks of out for event, lowest weight first (then by kind
-// and name, as Helm orders them), one at a time, each within the release's
-// hook timeout. A hook that fails stops the run: the error names the
-// release, the event and the hook.
+// Run runs the hooks of out for event, lowest weight first (then by
+// Helm's install order of kinds, then by name, as Helm orders them), one
+// at a time, each within the release's hook timeout. A hook that fails
+// stops the run: the error names the release, the event and the hook.
 func (h *Hooks) Run(ctx context.Context, out *manifest.ChartOutput, event string) error {
 	var hooks []manifest.Hook
 	for _, hk := range out.Hooks {
@@ -51,7 +53,7 @@ func (h *Hooks) Run(ctx context.Context, out *manifest.ChartOutput, event string
 		if a.Weight != b.Weight {
 			return a.Weight - b.Weight
 		}
-		if c := strings.Compare(a.Obj.GetKind(), b.Obj.GetKind()); c != 0 {
+		if c := kindRank(a.Obj.GetKind()) - kindRank(b.Obj.GetKind()); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Obj.GetName(), b.Obj.GetName())
@@ -61,7 +63,48 @@ func (h *Hooks) Run(ctx context.Context, out *manifest.ChartOutput, event string
 			return fmt.Errorf("chart %s: %s hook %s %s: %w", out.Release, event, hk.Obj.GetKind(), hookName(hk), err)
 		}
 	}
+	// As Helm does, hooks are deleted on success once every hook of the
+	// event succeeded: a ServiceAccount hook serves the Job hooks after it.
+	for _, hk := range hooks {
+		if !slices.Contains(hk.DeletePolicies, DeleteSucceeded) {
+			continue
+		}
+		res, obj, err := h.resource(hk)
+		if err == nil {
+			err = deleteAndWait(ctx, res, obj.GetName(), out.HookTimeout)
+		}
+		if err != nil {
+			return fmt.Errorf("chart %s: %s hook %s %s: delete after the run: %w", out.Release, event, hk.Obj.GetKind(), hookName(hk), err)
+		}
+	}
 	return nil
+}
+
+// kindRank is the place of a kind in Helm's install order; kinds it does
+// not list come last.
+func kindRank(kind string) int {
+	if i := slices.Index(releaseutil.InstallOrder, kind); i >= 0 {
+		return i
+	}
+	return len(releaseutil.InstallOrder)
+}
+
+// resource returns the client of a hook's resource and the hook object
+// with its namespace set.
+func (h *Hooks) resource(hk manifest.Hook) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
+	gvk := hk.Obj.GroupVersionKind()
+	mapping, err := h.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map the kind: %w", err)
+	}
+	obj := hk.Obj.DeepCopy()
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return h.Dynamic.Resource(mapping.Resource), obj, nil
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(hk.DefaultNamespace)
+	}
+	return h.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()), obj, nil
 }
 
 // hookName is "namespace/name" of a hook, or its name when cluster-scoped.
@@ -76,20 +119,12 @@ func hookName(hk manifest.Hook) string {
 	return hk.Obj.GetName()
 }
 
-// runOne runs one hook.
+// runOne runs one hook: deletes its previous run (before-hook-creation),
+// applies it, waits for it, and deletes it if it failed (hook-failed).
 func (h *Hooks) runOne(ctx context.Context, out *manifest.ChartOutput, hk manifest.Hook, event string) error {
-	gvk := hk.Obj.GroupVersionKind()
-	mapping, err := h.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	res, obj, err := h.resource(hk)
 	if err != nil {
-		return fmt.Errorf("map the kind: %w", err)
-	}
-	obj := hk.Obj.DeepCopy()
-	var res dynamic.ResourceInterface = h.Dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			obj.SetNamespace(hk.DefaultNamespace)
-		}
-		res = h.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		return err
 	}
 	if slices.Contains(hk.DeletePolicies, DeleteBeforeCreation) {
 		if err := deleteAndWait(ctx, res, obj.GetName(), out.HookTimeout); err != nil {
@@ -101,11 +136,7 @@ func (h *Hooks) runOne(ctx context.Context, out *manifest.ChartOutput, hk manife
 		return fmt.Errorf("apply: %w", err)
 	}
 	runErr := waitHook(ctx, res, obj, out.HookTimeout)
-	policy := DeleteSucceeded
-	if runErr != nil {
-		policy = DeleteFailed
-	}
-	if slices.Contains(hk.DeletePolicies, policy) {
+	if runErr != nil && slices.Contains(hk.DeletePolicies, DeleteFailed) {
 		if err := deleteAndWait(ctx, res, obj.GetName(), out.HookTimeout); err != nil {
 			return errors.Join(runErr, fmt.Errorf("delete after the run: %w", err))
 		}
@@ -121,6 +152,11 @@ func waitHook(ctx context.Context, res dynamic.ResourceInterface, obj *unstructu
 		var verdict error
 		err := wait.PollUntilContextTimeout(ctx, hookPoll, timeout, true, func(ctx context.Context) (bool, error) {
 			live, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				// Gone once finished: a Job with ttlSecondsAfterFinished: 0
+				// (ingress-nginx's) is deleted as soon as it completes.
+				return true, nil
+			}
 			if err != nil {
 				return false, err
 			}

@@ -211,12 +211,19 @@ func nondeterminism(rel *Release, c *chart.Chart, first, second map[string]strin
 		a, errA := manifest.ParseDocuments(name, []byte(first[name]), manifest.Limits{})
 		b, errB := manifest.ParseDocuments(name, []byte(second[name]), manifest.Limits{})
 		if errA == nil && errB == nil && len(a) == len(b) {
+			where = ""
 			for i := range a {
+				if isTestHook(a[i]) {
+					continue // never run by a sync
+				}
 				if field := firstDifference("", a[i].Obj.Object, b[i].Obj.Object); field != "" {
 					where = fmt.Sprintf("field %s of %s", field, a[i].Key())
 					break
 				}
 			}
+		}
+		if where == "" {
+			continue
 		}
 		out = append(out, fmt.Sprintf("chart %s: template %s renders differently each time (a random or time function), at %s; the render is kept until the chart, its values or the release change", chartName(rel, c), name, where))
 	}
@@ -267,4 +274,15 @@ func firstDifference(at string, a, b any) string {
 		return "(the whole object)"
 	}
 	return at
+}
+
+// isTestHook reports whether an object is a test hook, which a sync
+// neither runs nor applies.
+func isTestHook(o manifest.Object) bool {
+	for _, e := range strings.Split(o.Obj.GetAnnotations()[annotationHook], ",") {
+		if e = strings.TrimSpace(e); e == eventTest || e == eventTestSuccess {
+			return true
+		}
+	}
+	return false
 }
