@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -101,7 +102,7 @@ func lockedVersion(c *chart.Chart, dep *chart.Dependency) (string, error) {
 		}
 		v, err := semver.NewVersion(l.Version)
 		if err != nil {
-			return "", fmt.Errorf("Chart.lock pins version %q, which is not a version", l.Version)
+			return "", fmt.Errorf("the version %q that Chart.lock pins is not a version", l.Version)
 		}
 		if dep.Version != "" {
 			con, err := semver.NewConstraint(dep.Version)
@@ -109,12 +110,12 @@ func lockedVersion(c *chart.Chart, dep *chart.Dependency) (string, error) {
 				return "", fmt.Errorf("version %q is not a version range", dep.Version)
 			}
 			if !con.Check(v) {
-				return "", fmt.Errorf("Chart.lock pins %s, outside the range %s of Chart.yaml: Chart.lock is out of date (run helm dependency update)", l.Version, dep.Version)
+				return "", fmt.Errorf("the Chart.lock pins %s, outside the range %s of Chart.yaml: Chart.lock is out of date (run helm dependency update)", l.Version, dep.Version)
 			}
 		}
 		return l.Version, nil
 	}
-	return "", fmt.Errorf("Chart.lock does not pin it (run helm dependency update and commit Chart.lock)")
+	return "", errors.New("the chart's Chart.lock does not pin it (run helm dependency update and commit Chart.lock)")
 }
 
 // enabled reports whether a dependency's condition and tags leave it on,
