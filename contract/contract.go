@@ -255,3 +255,12 @@ const (
 	SuffixGreen  = "-" + ColorGreen
 	SuffixCanary = "-canary"
 )
+
+// plimsoll's own kinds, read from Git beside Kubernetes' (docs/helm-charts.md).
+const (
+	// APIVersion is the apiVersion of plimsoll's own kinds.
+	APIVersion = "plimsoll.dev/v1"
+	// KindHelmChart is the kind of a Helm chart release: a chart from Git
+	// or a repository, with its values, rendered as part of the sync.
+	KindHelmChart = "HelmChart"
+)

@@ -11,6 +11,8 @@
 // kustomize's are cleaned of the Secret values its build read.
 package manifest
 
+import "plimsoll.dev/plimsoll/contract"
+
 // Defaults, kinds, YAML tags and fixed texts of the package.
 const (
 	// DefaultMaxDocuments is the number of YAML documents and List items one
@@ -38,8 +40,8 @@ const (
 
 	// ChartAPIVersion and ChartReleaseKind mark a chart release document:
 	// a Helm chart to render, with its values, declared in Git.
-	ChartAPIVersion  = "plimsoll.dev/v1"
-	ChartReleaseKind = "HelmChart"
+	ChartAPIVersion  = contract.APIVersion
+	ChartReleaseKind = contract.KindHelmChart
 	// chartFile makes a directory a Helm chart.
 	chartFile = "Chart.yaml"
 

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // shopChart is a chart kept in Git for the tests: a ConfigMap and a Service
@@ -321,7 +323,7 @@ func TestHelmChartCanary(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.commit("shop chart, canary", merge(shopChart(s.ns), shopRelease("  values: {strategy: canary}\n")))
-	startDaemon(t, s, "--interval", "1s", "--path", "apps")
+	kit.StartDaemon(t, s, "--interval", "1s", "--path", "apps")
 	waitForDeployment(t, s.ns, "shop", "revision 1 Healthy", phaseIs(1, "Healthy"))
 
 	s.repo.commit("shop v2", map[string]string{"apps/shop.yaml": strings.Replace(shopRelease("")["apps/shop.yaml"], "crds: CreateReplace", "crds: CreateReplace\n  values: {strategy: canary, image: registry.example/shop:v2}", 1)})
