@@ -25,21 +25,32 @@ const switchReplicas = 4
 var strategyShort = map[string]string{"rolling": "r", "blue-green": "b", "canary": "c"}
 
 // switchCase is one row of the switch table: a workload that runs from
-// and switches to, at rest or in the middle of a rollout (paused).
+// and switches to, at rest or in the middle of a rollout (paused), or, for
+// blue-green, during the scale-down delay after a swap.
 type switchCase struct {
 	from, to string
 	mid      bool
+	// delay: a blue-green workload switches while the color that lost
+	// traffic still waits for its scale-down delay.
+	delay bool
 }
 
 // name is the workload's name: "c2b-mid" is a canary paused in the middle
 // of a rollout that switches to blue-green.
 func (sc switchCase) name() string {
 	state := "rest"
-	if sc.mid {
+	switch {
+	case sc.mid:
 		state = "mid"
+	case sc.delay:
+		state = "delay"
 	}
 	return strategyShort[sc.from] + "2" + strategyShort[sc.to] + "-" + state
 }
+
+// second says whether the row goes to a second revision before it
+// switches.
+func (sc switchCase) second() bool { return sc.mid || sc.delay }
 
 // switchManifest is a workload of the table, as Git holds it: Deployment
 // and Service name, 4 replicas of registry.example/<name>:version, with
@@ -51,8 +62,12 @@ func switchManifest(name, strategy, version string, held bool) string {
 	var annotations []string
 	switch strategy {
 	case "blue-green":
-		annotations = []string{"plimsoll.dev/strategy: blue-green", "plimsoll.dev/active-service: " + name, "plimsoll.dev/scale-down-delay: 2s"}
-		if held {
+		delay := "2s"
+		if strings.HasSuffix(name, "-delay") {
+			delay = "10m"
+		}
+		annotations = []string{"plimsoll.dev/strategy: blue-green", "plimsoll.dev/active-service: " + name, "plimsoll.dev/scale-down-delay: " + delay}
+		if held && !strings.HasSuffix(name, "-delay") {
 			annotations = append(annotations, `plimsoll.dev/auto-promote: "false"`)
 		}
 	case "canary":
@@ -195,8 +210,9 @@ func switchedTo(t *testing.T, ns, name, strategy string, revision int, image str
 // of strategies, once at rest (Healthy) and once in the middle of a
 // rollout (a canary paused at its second step, a blue-green revision
 // ready and waiting for promote, a rolling revision paused before it
-// rolls out), each with a new image, all twelve in one repository synced
-// by one daemon. Each reaches the new strategy's Healthy on Git's
+// rolls out), and a blue-green workload also while the color it swapped
+// from waits out its scale-down delay, each with a new image, all
+// fourteen in one repository synced by one daemon. Each reaches the new strategy's Healthy on Git's
 // template, with the revision counting on, the old strategy's
 // Deployments retired, a PhaseChanged Event naming both strategies, and
 // its Service never below 4 ready endpoints from the switch on.
@@ -209,6 +225,9 @@ func TestStrategySwitchTable(t *testing.T) {
 			if from != to {
 				cases = append(cases, switchCase{from: from, to: to}, switchCase{from: from, to: to, mid: true})
 			}
+			if from == "blue-green" && from != to {
+				cases = append(cases, switchCase{from: from, to: to, delay: true})
+			}
 		}
 	}
 	tree := func(version func(switchCase) string, strategy func(switchCase) string, held bool) map[string]string {
@@ -220,7 +239,7 @@ func TestStrategySwitchTable(t *testing.T) {
 	}
 	from := func(sc switchCase) string { return sc.from }
 	s := newSyncTarget(t)
-	s.repo.commit("twelve workloads at v1", tree(func(switchCase) string { return "v1" }, from, true))
+	s.repo.commit("the workloads at v1", tree(func(switchCase) string { return "v1" }, from, true))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	watches := map[string]*endpointWatch{}
 	for _, sc := range cases {
@@ -233,7 +252,7 @@ func TestStrategySwitchTable(t *testing.T) {
 		})
 	}
 
-	t.Log("the mid-rollout rows go to revision 2 and stop there: paused, waiting for promote, at the canary's pause step")
+	t.Log("the mid-rollout rows go to revision 2 and stop there: paused, waiting for promote, at the canary's pause step; the delay rows swap and wait")
 	for _, sc := range cases {
 		if sc.mid && sc.from == "rolling" {
 			command(t, s.ns, sc.name(), "pause")
@@ -241,17 +260,25 @@ func TestStrategySwitchTable(t *testing.T) {
 		}
 	}
 	v2 := func(sc switchCase) string {
-		if sc.mid {
+		if sc.second() {
 			return "v2"
 		}
 		return "v1"
 	}
-	s.repo.commit("the mid rows at v2", tree(v2, from, true))
+	s.repo.commit("the mid and delay rows at v2", tree(v2, from, true))
 	for _, sc := range cases {
-		if sc.mid {
+		switch {
+		case sc.mid:
 			waitFor(t, sc.name()+" revision 2 Paused", func(context.Context) (bool, error) {
 				_, st := workloadStatus(t, s.ns, sc.name())
 				return st["plimsoll.dev/revision"] == "2" && st["plimsoll.dev/phase"] == "Paused", nil
+			})
+		case sc.delay:
+			waitFor(t, sc.name()+" revision 2 swapped, blue waiting for its scale-down delay", func(context.Context) (bool, error) {
+				deploys, st := workloadStatus(t, s.ns, sc.name())
+				blue := deploys[sc.name()+"-blue"]
+				return st["plimsoll.dev/revision"] == "2" && strings.Contains(st["plimsoll.dev/message"], "scales down at") &&
+					blue != nil && blue.Status.AvailableReplicas == switchReplicas, nil
 			})
 		}
 	}
@@ -264,7 +291,7 @@ func TestStrategySwitchTable(t *testing.T) {
 	s.repo.commit("every row switches strategy", tree(func(switchCase) string { return "v3" }, func(sc switchCase) string { return sc.to }, false))
 	for _, sc := range cases {
 		revision := 2
-		if sc.mid {
+		if sc.second() {
 			revision = 3
 		}
 		name := sc.name()
