@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -258,6 +260,10 @@ func requests(client *fake.Clientset) []string {
 		}
 		switch a := a.(type) {
 		case k8stesting.PatchAction:
+			if a.GetResource().Resource == "deployments" {
+				line = "update " + strings.TrimPrefix(line, "patch ") + deploymentPatchLine(a)
+				break
+			}
 			line += " " + string(a.GetPatch())
 		case k8stesting.UpdateAction:
 			if d, ok := a.GetObject().(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
@@ -271,4 +277,45 @@ func requests(client *fake.Clientset) []string {
 	}
 	client.ClearActions()
 	return out
+}
+
+// deploymentPatchLine describes a patch of a Deployment as requests
+// lists an update: " replicas=N" and " maxSurge=..." when its spec sets
+// them, " status" when it goes to the status subresource.
+func deploymentPatchLine(a k8stesting.PatchAction) string {
+	var p struct {
+		Spec *struct {
+			Replicas *int32 `json:"replicas"`
+			Strategy struct {
+				RollingUpdate *struct {
+					MaxSurge any `json:"maxSurge"`
+				} `json:"rollingUpdate"`
+			} `json:"strategy"`
+		} `json:"spec"`
+	}
+	if a.GetPatchType() == types.JSONPatchType {
+		var ops []struct {
+			Path  string          `json:"path"`
+			Value json.RawMessage `json:"value"`
+		}
+		_ = json.Unmarshal(a.GetPatch(), &ops)
+		for _, op := range ops {
+			if op.Path == "/spec" {
+				_ = json.Unmarshal([]byte(`{"spec":`+string(op.Value)+`}`), &p)
+			}
+		}
+	} else {
+		_ = json.Unmarshal(a.GetPatch(), &p)
+	}
+	line := ""
+	if p.Spec != nil && p.Spec.Replicas != nil {
+		line += fmt.Sprintf(" replicas=%d", *p.Spec.Replicas)
+	}
+	if p.Spec != nil && p.Spec.Strategy.RollingUpdate != nil && p.Spec.Strategy.RollingUpdate.MaxSurge != nil {
+		line += fmt.Sprintf(" maxSurge=%v", p.Spec.Strategy.RollingUpdate.MaxSurge)
+	}
+	if a.GetSubresource() == "status" {
+		line += " status"
+	}
+	return line
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -102,7 +104,7 @@ func TestTemplateAdditionByKubectlIsRestored(t *testing.T) {
 
 // TestTemplateRestoreDoesNotFight: a mutating webhook (a reactor of the
 // fake API server) rewrites every image a Deployment update sends to a
-// mirror registry, a field Git sets. The canary's template changed by hand
+// mirror registry, a field Git sets, in every patch of a Deployment. The canary's template changed by hand
 // is written once with Git's template, which the webhook rewrites again;
 // the controller does not write it again and again, and reports the
 // restore once.
@@ -110,12 +112,32 @@ func TestTemplateRestoreDoesNotFight(t *testing.T) {
 	k := newCluster(t, "api")
 	k.handOver("c0ffee1", gitDeployment("v1", canaryAnnotations))
 	k.untilQuiet()
-	k.client.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		d := a.(k8stesting.UpdateAction).GetObject().(*appsv1.Deployment)
+	k.client.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		if p.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		gvr := appsv1.SchemeGroupVersion.WithResource("deployments")
+		obj, err := k.client.Tracker().Get(gvr, p.GetNamespace(), p.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		old, err := json.Marshal(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		patched, err := strategicpatch.StrategicMergePatch(old, p.GetPatch(), appsv1.Deployment{})
+		if err != nil {
+			return true, nil, err
+		}
+		d := &appsv1.Deployment{}
+		if err := json.Unmarshal(patched, d); err != nil {
+			return true, nil, err
+		}
 		for i, c := range d.Spec.Template.Spec.Containers {
 			d.Spec.Template.Spec.Containers[i].Image = strings.Replace(c.Image, "registry.example/", "mirror.example/", 1)
 		}
-		return false, nil, nil
+		return true, d, k.client.Tracker().Update(gvr, d, p.GetNamespace())
 	})
 	editByHand(t, k, "api")
 	rounds := k.untilQuiet()

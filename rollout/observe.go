@@ -97,9 +97,9 @@ func (w *workload) hasAny(suffixes []string) bool {
 // as the API server would return it once written, without writing it:
 // the plan that follows is made from it, and that plan's write of the
 // Deployment carries both (see cached). Its generation moves on as the
-// server's would for a change of spec or annotations, so the planners
-// read it as not yet observed by the Deployment controller, as they read
-// a Deployment just written.
+// server's would for a change of spec, so the planners read it as not yet
+// observed by the Deployment controller, as they read a Deployment just
+// written; a change of labels and annotations alone keeps it.
 func (w *workload) intend(live, want *appsv1.Deployment) {
 	d := want.DeepCopy()
 	switch {
@@ -114,7 +114,10 @@ func (w *workload) intend(live, want *appsv1.Deployment) {
 		// fail the new template before it goes out.
 		d.Generation, d.Status = max(live.Generation, live.Status.ObservedGeneration)+1, *live.Status.DeepCopy()
 	default:
-		d.Generation, d.Status = live.Generation+1, *live.Status.DeepCopy()
+		// Labels and annotations alone: written to the status
+		// subresource, or with labels to the Deployment, neither of which
+		// makes a new generation (see patchDeployment).
+		d.Generation, d.Status = live.Generation, *live.Status.DeepCopy()
 	}
 	if w.intended == nil {
 		w.intended = map[string]*appsv1.Deployment{}

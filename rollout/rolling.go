@@ -280,7 +280,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	if maps.Equal(updated.Annotations, live.Annotations) && plan.Template != strategies.TemplateRollback {
 		return nil
 	}
-	out, err := c.client.AppsV1().Deployments(w.ns).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	out, err := c.patchDeployment(ctx, live, updated, plan.Template == strategies.TemplateRollback)
 	if err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", w.ns, w.name, err)
 	}
@@ -347,7 +347,7 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 	default:
 		did = fmt.Sprintf("ignored unknown command %q (want pause, resume, retry, promote or abort)", cmd)
 	}
-	out, err := c.client.AppsV1().Deployments(live.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	out, err := c.patchDeployment(ctx, live, updated, updated.Spec.Paused != live.Spec.Paused)
 	if err != nil {
 		return fmt.Errorf("act on command %q: %w", cmd, err)
 	}

@@ -23,7 +23,7 @@ import (
 // clearCommand removes command cmd from Deployment d, unless the
 // annotation has changed since: a newer command is not the one acted on.
 func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd string) error {
-	path := "/metadata/annotations/" + strings.ReplaceAll(contract.AnnotationCommand, "/", "~1")
+	path := annotationPath(contract.AnnotationCommand)
 	patch := fmt.Appendf(nil, `[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q}]`, path, cmd, path)
 	_, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
@@ -68,11 +68,14 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 	return out, nil
 }
 
-// writeDeployment creates want when live is nil, else updates live to want
-// unless live holds it already (see holds) and want restores no template
-// changed by hand (see restoring): an unchanged Deployment is not written.
-// What the API server returns is remembered until the cache has it (see
-// recentWrites).
+// writeDeployment creates want when live is nil, else writes what differs
+// between live and want (see patchDeployment) unless live holds want
+// already (see holds) and want restores no template changed by hand (see
+// restoring): an unchanged Deployment is not written. The spec goes with
+// the write whenever it differs at all (a strategy put back to Git's
+// default, a field Git dropped) or restores a template; a status write
+// leaves it out. What the API server returns is remembered until the cache
+// has it (see recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
 		created, err := c.client.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
@@ -92,10 +95,11 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 			return err
 		}
 	}
+	spec := restore || !reflect.DeepEqual(live.Spec, want.Spec)
 	scaledBy := c.hand.scaledBy(live)
-	updated, err := c.client.AppsV1().Deployments(want.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
+	updated, err := c.patchDeployment(ctx, live, want, spec)
 	if err != nil {
-		return fmt.Errorf("update Deployment %s: %w", want.Name, err)
+		return err
 	}
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
@@ -135,9 +139,16 @@ func (c *Controller) wroteCount(live, out *appsv1.Deployment, by string) {
 // every field want's spec sets (want built from Git leaves the API
 // server's defaults out; see fields.Hold).
 func holds(live, want *appsv1.Deployment) bool {
-	if !maps.Equal(live.Labels, want.Labels) || !maps.Equal(live.Annotations, want.Annotations) {
-		return false
-	}
+	return metaHolds(live, want) && specHolds(live, want)
+}
+
+// metaHolds reports whether live has want's labels and annotations.
+func metaHolds(live, want *appsv1.Deployment) bool {
+	return maps.Equal(live.Labels, want.Labels) && maps.Equal(live.Annotations, want.Annotations)
+}
+
+// specHolds reports whether live's spec holds every field want's sets.
+func specHolds(live, want *appsv1.Deployment) bool {
 	if reflect.DeepEqual(live.Spec, want.Spec) {
 		return true
 	}
