@@ -52,7 +52,7 @@ func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment,
 	if err != nil {
 		return nil, nil, err
 	}
-	if after, err = c.dryRunWrite(ctx, want, replace); err != nil {
+	if after, err = c.dryRunWrite(ctx, live, want, replace); err != nil {
 		return nil, nil, err
 	}
 	if strategy == contract.StrategyBlueGreen {
@@ -118,15 +118,21 @@ func asGit(d *appsv1.Deployment, name string) {
 	delete(d.Spec.Template.Labels, contract.LabelColor)
 }
 
-// dryRunWrite sends the write of d, an update when replace is set (on d's
-// resourceVersion), else a server-side apply, as FieldManager with the
-// dry-run flag, and returns what the API server would store.
-func (c *Controller) dryRunWrite(ctx context.Context, d *appsv1.Deployment, replace bool) (*appsv1.Deployment, error) {
+// dryRunWrite sends the write of d over live, the patch of a canary's or a
+// blue-green color's when replace is set (see patchDeployment: it carries
+// no resourceVersion, so that the Deployment controller's status writes
+// cannot make it conflict), else a server-side apply, as FieldManager with
+// the dry-run flag, and returns what the API server would store.
+func (c *Controller) dryRunWrite(ctx context.Context, live, d *appsv1.Deployment, replace bool) (*appsv1.Deployment, error) {
 	deployments, dry := c.client.AppsV1().Deployments(d.Namespace), []string{metav1.DryRunAll}
 	if replace {
-		out, err := deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: dry})
+		patch, _, err := deploymentPatch(live, d, true)
 		if err != nil {
-			return nil, fmt.Errorf("as the rollout controller updates %s: %w", d.Name, err)
+			return nil, err
+		}
+		out, err := deployments.Patch(ctx, d.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: dry})
+		if err != nil {
+			return nil, fmt.Errorf("as the rollout controller writes %s: %w", d.Name, err)
 		}
 		return out, nil
 	}
