@@ -141,17 +141,21 @@ const (
 	// LabelServing is "true" on the pods of a canary workload that receive
 	// traffic, and in the canary Service's selector.
 	LabelServing = "plimsoll.dev/serving"
-	// LabelTrack is TrackCanary on the canary Deployment of a canary
-	// workload, in its selector and template, so that it never selects the
-	// stable Deployment's pods.
+	// LabelTrack is TrackCanary or TrackCanaryNext on the canary
+	// Deployment of a canary workload, in its selector and template, so
+	// that it never selects the stable Deployment's pods.
 	LabelTrack = "plimsoll.dev/track"
 	// LabelAnalysis marks a ConfigMap that holds an analysis (in its data
 	// key AnalysisKey); its value is not read.
 	LabelAnalysis = "plimsoll.dev/analysis"
 	// AnalysisKey is the data key of an analysis ConfigMap.
 	AnalysisKey = "analysis.yaml"
-	// TrackCanary is the value of LabelTrack.
-	TrackCanary = "canary"
+	// TrackCanary and TrackCanaryNext are the values of LabelTrack. A
+	// canary's pods handed over to the stable Deployment keep theirs, and
+	// the next canary Deployment gets the other, so that its selector never
+	// selects the stable's pods.
+	TrackCanary     = "canary"
+	TrackCanaryNext = "canary-b"
 )
 
 // The sync's record: ConfigMap NamePrefix+<sync name> in the status

@@ -23,6 +23,16 @@ const (
 	// ActionClearCommand removes the command the reconcile acted on from
 	// the workload's primary Deployment, after the writes it asked for.
 	ActionClearCommand
+	// ActionOrphan deletes the ReplicaSet ReplicaSet with the orphan
+	// propagation policy: its pods keep running, owned by nothing.
+	ActionOrphan
+	// ActionDelete deletes the workload's Deployment Deployment.
+	ActionDelete
+	// ActionDeletePod deletes the pod Pod.
+	ActionDeletePod
+	// ActionDeleteReplicaSet deletes the ReplicaSet ReplicaSet and its
+	// pods.
+	ActionDeleteReplicaSet
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -59,6 +69,11 @@ type Action struct {
 	// ClearCommand drops plimsoll.dev/command in the same write: the
 	// command was acted on in this plan.
 	ClearCommand bool
+	// Paused, when set, is the spec.paused the write gives it.
+	Paused *bool
+	// ReplicaSet names the ReplicaSet of an ActionOrphan or an
+	// ActionDeleteReplicaSet.
+	ReplicaSet string
 	// Pod names the pod of an ActionLabel or ActionUnlabel.
 	Pod string
 	// Service, Key and Value are the selector entry of an ActionSelect.
@@ -103,12 +118,23 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 	}
 	actions = append(actions, Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
 		Replicas: plan.StableReplicas, Template: plan.Stable, ClearCommand: true})
-	if o.Canary != nil {
-		actions = append(actions, Action{Kind: ActionWrite, Deployment: contract.SuffixCanary, Status: true, Role: RoleCanary, Replicas: plan.CanaryReplicas})
+	switch {
+	case plan.DeleteCanary:
+		actions = append(actions, Action{Kind: ActionDelete, Deployment: contract.SuffixCanary})
+	case o.Canary != nil:
+		actions = append(actions, Action{Kind: ActionWrite, Deployment: contract.SuffixCanary, Status: true, Role: RoleCanary,
+			Replicas: plan.CanaryReplicas, Paused: plan.CanaryPaused})
+	}
+	for _, rs := range plan.DeleteReplicaSets {
+		actions = append(actions, Action{Kind: ActionDeleteReplicaSet, ReplicaSet: rs})
+	}
+	if plan.Orphan != "" {
+		actions = append(actions, Action{Kind: ActionOrphan, ReplicaSet: plan.Orphan})
 	}
 	if !away {
 		pods(ActionUnlabel, plan.Unlabel)
 	}
+	pods(ActionDeletePod, plan.DeletePods)
 	return actions
 }
 

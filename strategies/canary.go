@@ -2,7 +2,6 @@ package strategies
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +55,9 @@ type CanaryObserved struct {
 	// Run is the recorded analysis run, with this reconcile's measurements
 	// folded in; nil when none was recorded.
 	Run *AnalysisRun
+	// ReplicaSets are the workload's ReplicaSets: a hand-over of the
+	// canary's pods reads them (see planHandOver).
+	ReplicaSets []*appsv1.ReplicaSet
 	// Now is the time of planning.
 	Now time.Time
 }
@@ -78,6 +80,10 @@ const (
 	// StableSettle gives the stable Deployment back Git's strategy (the
 	// canary Deployment's) once a promotion has run.
 	StableSettle
+	// StableHandOver gives the stable Deployment the canary Deployment's
+	// template exactly, so that its new ReplicaSet adopts the canary's
+	// pods (see planHandOver).
+	StableHandOver
 )
 
 // CanaryPlan is what PlanCanary decided: its Actions, in the order to
@@ -108,6 +114,21 @@ type CanaryPlan struct {
 	RequeueAfter time.Duration
 	// Acted says what a pending command did, for the command's Event.
 	Acted string
+	// CanaryPaused, when set, pauses (true) or resumes (false) the canary
+	// Deployment: a hand-over pauses it (see planHandOver).
+	CanaryPaused *bool
+	// Orphan names the canary's ReplicaSet to delete with the orphan
+	// propagation policy, leaving its pods running without an owner.
+	Orphan string
+	// DeleteCanary asks to delete the canary Deployment that a hand-over
+	// emptied.
+	DeleteCanary bool
+	// DeletePods names pods to delete: canary pods that a hand-over left
+	// without an owner and nobody adopted.
+	DeletePods []string
+	// DeleteReplicaSets names the canary's ReplicaSets of earlier
+	// revisions that a hand-over deletes first.
+	DeleteReplicaSets []string
 }
 
 // PlanCanary plans one step of a canary workload from what Git wants
@@ -172,6 +193,19 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	}
 	status := &plan.Status
 	revision := describeRevision(decision.Revision, desired.Commit)
+	switch {
+	case handingOver(o):
+		// A hand-over under way goes through whatever else changed (a new
+		// revision, an abort): the canary's pods serve, the stable runs
+		// none of its own.
+		return planHandOver(plan, o, n, revision)
+	case handedOver(o):
+		// 5. The canary Deployment a hand-over took the template of runs
+		// nothing: it goes, and takeCanary makes a new one at 0 for the
+		// next revision.
+		plan.DeleteCanary = true
+		o.Canary = nil
+	}
 	inFlight := o.Stable != nil && hashOf(o.Stable) != desired.Hash
 	// why says what failed the revision in this plan, for the message.
 	var why string
@@ -266,6 +300,9 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 			status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: every stable pod serving again before the promotion", revision)
 			return plan
 		}
+		if handsOver(desired, o) {
+			return planHandOver(plan, o, n, revision)
+		}
 		// Full promotion: stable takes the new template at N.
 		plan.Stable, plan.StableReplicas = StablePromote, stableCount(desired, n)
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: promoting the stable Deployment", revision)
@@ -328,81 +365,6 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		return advanced
 	}
 	return plan
-}
-
-// servesAny reports whether one of pods carries the serving label.
-func servesAny(pods []Pod) bool {
-	for _, p := range pods {
-		if p.Serving {
-			return true
-		}
-	}
-	return false
-}
-
-// unlabelled counts the live canary pods taken out of traffic by hand.
-func unlabelled(pods []Pod) int32 {
-	var n int32
-	for _, p := range pods {
-		if p.Unlabelled && !p.Deleting {
-			n++
-		}
-	}
-	return n
-}
-
-// weightAt is the weight in force at step k: that of the last weight step
-// at or before k, 0 before the first.
-func weightAt(steps []Step, k int) int32 {
-	for i := min(k, len(steps)-1); i >= 0; i-- {
-		if !steps[i].Pause {
-			return steps[i].Weight
-		}
-	}
-	return 0
-}
-
-// label plans the serving labels for c serving canary pods: Ready pods
-// without the label get it until c serve, extra serving pods lose it (the
-// last by name first). A pod that is not Ready or is being deleted does not
-// count, so a dead canary pod's replacement is labelled once Ready; a pod
-// unlabelled by hand is never labelled again. It returns how many canary
-// pods serve once the plan is executed.
-func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
-	return balance(plan, pods, c, func(p Pod) bool { return !p.Unlabelled })
-}
-
-// balance plans the serving labels of pods so that want of them serve:
-// Ready serving pods beyond want lose the label (the last by name first),
-// Ready pods without it for which may holds get it (the first by name
-// first) until want serve. A serving pod that is not Ready or is being
-// deleted counts for nothing; the label goes with it. It returns how many
-// serve once the plan is executed.
-func balance(plan *CanaryPlan, pods []Pod, want int32, may func(Pod) bool) int32 {
-	var serving, candidates []string
-	for _, p := range pods {
-		switch {
-		case p.Deleting || !p.Ready:
-		case p.Serving:
-			serving = append(serving, p.Name)
-		case may(p):
-			candidates = append(candidates, p.Name)
-		}
-	}
-	slices.Sort(serving)
-	slices.Sort(candidates)
-	for int32(len(serving)) > want {
-		plan.Unlabel = append(plan.Unlabel, serving[len(serving)-1])
-		serving = serving[:len(serving)-1]
-	}
-	for _, name := range candidates {
-		if int32(len(serving)) >= want {
-			break
-		}
-		plan.Label = append(plan.Label, name)
-		serving = append(serving, name)
-	}
-	return int32(len(serving))
 }
 
 // stableAt reports whether the stable Deployment asks for want pods and
@@ -479,7 +441,9 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 		status.Message = revision + ": promoting the stable Deployment"
 		return plan
 	}
-	plan.CanaryReplicas = new(int32)
+	if o.Canary != nil {
+		plan.CanaryReplicas = new(int32)
+	}
 	plan.Step, plan.StepSince = 0, time.Time{}
 	if o.Canary != nil && !equality.Semantic.DeepEqual(o.Stable.Spec.Strategy, o.Canary.Spec.Strategy) {
 		plan.Stable = StableSettle
@@ -489,7 +453,10 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 			plan.Unlabel = append(plan.Unlabel, p.Name)
 		}
 	}
-	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) {
+	// Canary pods a hand-over left without an owner, which the stable's
+	// ReplicaSet did not adopt: it runs its own now.
+	plan.DeletePods = orphans(o.Pods)
+	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) || len(plan.DeletePods) > 0 {
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}
@@ -527,10 +494,20 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	if desired.Autoscaled {
 		serveEveryStable(&plan, o.StablePods)
 	}
+	// Pods left without an owner (a hand-over undone by hand) serve until
+	// the stable Deployment serves in full again, then go.
+	stableUp := fullyAvailable(o.Stable, n)
 	for _, p := range o.Pods {
-		if p.Serving {
+		if p.Serving && (!p.Orphan || stableUp) {
 			plan.Unlabel = append(plan.Unlabel, p.Name)
 		}
+	}
+	if o.Canary != nil && o.Canary.Spec.Paused {
+		// A canary Deployment paused by a hand-over works again.
+		plan.CanaryPaused = new(bool)
+	}
+	if stableUp {
+		plan.DeletePods = orphans(o.Pods)
 	}
 	message := fmt.Sprintf("template %s failed; stable serves; not started again until Git changes it or a retry", failed)
 	if o.Stable != nil && hashOf(o.Stable) == failed {
@@ -538,50 +515,4 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	}
 	plan.Status.Message = keepDegraded(recorded, why, message)
 	return plan
-}
-
-// servingSurge is how many pods a stable Deployment of n pods must add so
-// that replacing them all within its rolling update keeps n available:
-// the least e with n+e-floor(maxUnavailable of n+e) >= n. With n = 4 and
-// the default 25%: e = 0 keeps 4-1 = 3, e = 1 keeps 5-floor(1.25) = 4, so
-// 1. With maxUnavailable 0 it is 0. The Recreate strategy keeps nothing
-// available whatever the count: 0, and the replacement is a gap the user's
-// strategy asked for.
-func servingSurge(n int32, strategy appsv1.DeploymentStrategy) int32 {
-	if strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return 0
-	}
-	for e := int32(0); e <= n; e++ {
-		if _, minAvailable := rollingBounds(n+e, strategy); minAvailable >= n {
-			return e
-		}
-	}
-	return 0
-}
-
-// serveEveryStable plans the serving label back onto every Ready stable
-// pod of an autoscaled workload that lacks it: the canary is gone or on
-// its way out, or the stable is about to be replaced, and the stable
-// serves the whole count again. It returns how many pods it labels.
-func serveEveryStable(plan *CanaryPlan, pods []Pod) int {
-	before := len(plan.Label)
-	serveStable(plan, pods, int32(len(pods)))
-	return len(plan.Label) - before
-}
-
-// stableCount is the stable count for a plan to write: n, or none when an
-// HPA owns the count.
-func stableCount(desired CanaryDesired, n int32) *int32 {
-	if desired.Autoscaled {
-		return nil
-	}
-	return &n
-}
-
-// serveStable plans the serving labels of the stable pods of an
-// autoscaled workload so that want of them serve (see balance). With an
-// HPA at 6 and the canary at 25%, 2 canary pods serve and 4 of the 6
-// stable pods; the other 2 keep running outside the Service.
-func serveStable(plan *CanaryPlan, pods []Pod, want int32) int32 {
-	return balance(plan, pods, want, func(Pod) bool { return true })
 }

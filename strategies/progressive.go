@@ -60,6 +60,10 @@ type Pod struct {
 	// its template carried, see Stamp); "" for a pod of an unstamped
 	// template.
 	Hash string
+	// Orphan is true for a pod without a controller: a canary's pod
+	// being handed over to the stable Deployment has none for a moment
+	// (see planHandOver).
+	Orphan bool
 }
 
 // Role is what a Deployment is to its workload, recorded in
