@@ -156,12 +156,19 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 
 	var want *appsv1.Deployment
 	switch live := cy.canary; {
+	case live != nil && live.DeletionTimestamp != nil:
+		// Deleted after a hand-over: a new one is made once it is gone.
+	case live != nil && live.Spec.Paused:
+		// Paused by a hand-over (see strategies.planHandOver), which goes
+		// through with the template it has; a new revision's template goes
+		// to the canary made after it.
+		want = refresh(live, git)
 	case decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
-		replicas := int32(0)
+		replicas, track := int32(0), cy.w.newCanaryTrack()
 		if live != nil {
-			replicas = *live.Spec.Replicas
+			replicas, track = *live.Spec.Replicas, live.Spec.Selector.MatchLabels[contract.LabelTrack]
 		}
-		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: contract.TrackCanary}, git.Spec.Template, replicas)
+		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: track}, canaryTemplate(git), replicas)
 		if live != nil {
 			want.ObjectMeta = refresh(live, git).ObjectMeta
 		}
@@ -205,8 +212,10 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
 		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
 	}
-	observed.Pods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return p.Labels[contract.LabelTrack] == contract.TrackCanary })
-	observed.StablePods = podStates(cy.w.pods, func(p *corev1.Pod) bool { return strategies.PodOf(p.Name, cy.name) })
+	all := func(*corev1.Pod) bool { return true }
+	observed.Pods = podStates(cy.w.canaryPods(), all)
+	observed.StablePods = podStates(cy.w.stablePods(), all)
+	observed.ReplicaSets = cy.w.rsets
 	// The last run stays recorded, for users to read, until the next
 	// revision's first run replaces it.
 	j := judgement{run: state.Run}
@@ -249,6 +258,17 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		c.queue.AddAfter(cy.ns+"/"+cy.name, plan.RequeueAfter)
 	}
 	return nil
+}
+
+// canaryTemplate is Git's template as a canary Deployment runs it: its
+// pods serve once Ready (plimsoll.dev/serving), and are marked as the
+// controller's (plimsoll.dev/served), so that one taken out of traffic by
+// hand stays out. A promotion hands them over to the stable Deployment
+// as they are (see strategies.planHandOver).
+func canaryTemplate(git *appsv1.Deployment) corev1.PodTemplateSpec {
+	t := servingTemplate(git)
+	setAnnotation(&t.ObjectMeta, contract.AnnotationServed, "true")
+	return t
 }
 
 // servingColor returns the color Deployment of workload w that the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +14,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
@@ -35,6 +38,10 @@ type cluster struct {
 	client *fake.Clientset
 	clock  *clocktesting.FakeClock
 	c      *Controller
+	// orphaned holds "<resource>/<name>" of the objects deleted with the
+	// orphan propagation policy: what they controlled stays, without an
+	// owner (see settle).
+	orphaned map[string]bool
 }
 
 // newCluster starts a controller on a fake API server that holds the
@@ -44,6 +51,24 @@ func newCluster(t *testing.T, services ...string) *cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := fake.NewClientset()
+	orphaned := map[string]bool{}
+	uids := 0
+	// The API server gives every object a uid, which owner references
+	// name; the fake does not.
+	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if m, err := meta.Accessor(a.(k8stesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {
+			uids++
+			m.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
+		}
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		if p := d.GetDeleteOptions().PropagationPolicy; p != nil && *p == metav1.DeletePropagationOrphan {
+			orphaned[d.GetResource().Resource+"/"+d.GetName()] = true
+		}
+		return false, nil, nil
+	})
 	for _, s := range services {
 		if _, err := client.CoreV1().Services("shop").Create(ctx, service(s), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -58,7 +83,7 @@ func newCluster(t *testing.T, services ...string) *cluster {
 		t.Fatal("caches did not sync")
 	}
 	close(c.started)
-	return &cluster{t: t, ctx: ctx, client: client, clock: clk, c: c}
+	return &cluster{t: t, ctx: ctx, client: client, clock: clk, c: c, orphaned: orphaned}
 }
 
 // gitDeployment is a Git Deployment "api" of 4 replicas running image
@@ -146,60 +171,212 @@ func (k *cluster) deployment(name string) *appsv1.Deployment {
 	return d
 }
 
-// settle plays the controllers: every Deployment reports its replicas
-// available and its rollout complete and runs that many Ready pods of its
-// template, named "<deployment>-<template hash>-p<i>" like the Deployment
-// controller's; every Service's EndpointSlice lists the Ready pods its
-// selector selects. Pods keep the labels the rollout controller patched.
+// lookUp reads Deployment name from the fake API server, nil when there is
+// none.
+func (k *cluster) lookUp(name string) *appsv1.Deployment {
+	k.t.Helper()
+	d, err := k.client.AppsV1().Deployments("shop").Get(k.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// settle plays the controllers: every Deployment runs a ReplicaSet of
+// its template, "<deployment>-<template hash>", controlled by it, which
+// runs that many Ready pods named "<replica set>-p<i>", controlled by it,
+// and reports them all available and its rollout complete; a Deployment's
+// other ReplicaSets scale to 0 at once. Ownership is kept as the
+// Kubernetes controllers keep it: a paused Deployment makes no new
+// ReplicaSet; a ReplicaSet adopts an orphan pod with its labels before it
+// makes one; what a deleted owner controlled goes with it, unless it was
+// deleted with the orphan propagation policy, which leaves it without an
+// owner (see orphaned). Every Service's EndpointSlice lists the Ready pods
+// its selector selects. Pods keep the labels the rollout controller
+// patched.
 func (k *cluster) settle() {
 	k.t.Helper()
-	list, err := k.client.AppsV1().Deployments("shop").List(k.ctx, metav1.ListOptions{})
-	if err != nil {
-		k.t.Fatal(err)
+	deploys, rsets, pods := k.listAll()
+	// The garbage collector.
+	for name, rs := range rsets {
+		if ref := metav1.GetControllerOf(rs); ref != nil && deploys[ref.Name] == nil {
+			if k.orphaned["deployments/"+ref.Name] {
+				rs.OwnerReferences = nil
+				k.update(rs)
+			} else {
+				k.remove("replicasets", name)
+				delete(rsets, name)
+			}
+		}
 	}
-	want := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		d := &list.Items[i]
+	for name, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && rsets[ref.Name] == nil {
+			if k.orphaned["replicasets/"+ref.Name] {
+				p.OwnerReferences = nil
+				k.update(p)
+			} else {
+				k.remove("pods", name)
+				delete(pods, name)
+			}
+		}
+	}
+	// The Deployment and ReplicaSet controllers.
+	for _, name := range slices.Sorted(maps.Keys(deploys)) {
+		d := deploys[name]
+		hash := strategies.TemplateHash(d.Spec.Template)
+		current := d.Name + "-" + hash
 		n := *d.Spec.Replicas
-		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+		if rsets[current] == nil && !d.Spec.Paused {
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: current, Namespace: "shop",
+				Labels:          withLabel(d.Spec.Template.Labels, strategies.LabelPodTemplateHash, hash),
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+				Spec: appsv1.ReplicaSetSpec{Replicas: &n, Template: *d.Spec.Template.DeepCopy()}}
+			rs.Spec.Template.Labels = rs.Labels
+			created, err := k.client.AppsV1().ReplicaSets("shop").Create(k.ctx, rs, metav1.CreateOptions{})
+			if err != nil {
+				k.t.Fatal(err)
+			}
+			rsets[current] = created
+		}
+		running := int32(0)
+		for rsName, rs := range rsets {
+			if !metav1.IsControlledBy(rs, d) {
+				continue
+			}
+			want := int32(0)
+			if rsName == current {
+				want = n
+			}
+			running += k.runPods(rs, want, pods)
+		}
+		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: running, UpdatedReplicas: running, ReadyReplicas: running,
+			AvailableReplicas: running,
+			Conditions:        []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
 		if fmt.Sprint(d.Status) != fmt.Sprint(status) {
 			d.Status = status
 			if _, err := k.client.AppsV1().Deployments("shop").UpdateStatus(k.ctx, d, metav1.UpdateOptions{}); err != nil {
 				k.t.Fatal(err)
 			}
 		}
-		hash := strategies.TemplateHash(d.Spec.Template)
-		for i := range n {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-p%d", d.Name, hash, i), Namespace: "shop",
-				Labels: d.Spec.Template.Labels},
-				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-			want[p.Name] = p
+	}
+	live := map[string]corev1.Pod{}
+	for name, p := range pods {
+		live[name] = *p
+	}
+	k.settleEndpoints(live)
+}
+
+// runPods keeps want Ready pods of ReplicaSet rs in pods (by name): its
+// own, then orphans with its template's labels, adopted, then new ones;
+// it deletes the rest of its own. It returns how many run.
+func (k *cluster) runPods(rs *appsv1.ReplicaSet, want int32, pods map[string]*corev1.Pod) int32 {
+	sel := labels.SelectorFromSet(rs.Spec.Template.Labels)
+	var own []string
+	for name, p := range pods {
+		switch ref := metav1.GetControllerOf(p); {
+		case ref != nil && ref.Name == rs.Name:
+			own = append(own, name)
+		case ref == nil && sel.Matches(labels.Set(p.Labels)) && int32(len(own)) < want:
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
+			k.update(p)
+			own = append(own, name)
 		}
 	}
-	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
+	slices.Sort(own)
+	for i := 0; int32(len(own)) < want; i++ {
+		name := fmt.Sprintf("%s-p%d", rs.Name, i)
+		if pods[name] != nil {
+			continue
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop",
+			Labels: maps.Clone(rs.Spec.Template.Labels), Annotations: maps.Clone(rs.Spec.Template.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		created, err := k.client.CoreV1().Pods("shop").Create(k.ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		pods[name] = created
+		own = append(own, name)
+	}
+	for _, name := range own[min(int(want), len(own)):] {
+		k.remove("pods", name)
+		delete(pods, name)
+	}
+	if *rs.Spec.Replicas != want {
+		rs.Spec.Replicas = &want
+		k.update(rs)
+	}
+	return min(want, int32(len(own)))
+}
+
+// listAll reads the Deployments, ReplicaSets and pods of namespace shop, by
+// name.
+func (k *cluster) listAll() (map[string]*appsv1.Deployment, map[string]*appsv1.ReplicaSet, map[string]*corev1.Pod) {
+	k.t.Helper()
+	deploys, rsets, pods := map[string]*appsv1.Deployment{}, map[string]*appsv1.ReplicaSet{}, map[string]*corev1.Pod{}
+	dl, err := k.client.AppsV1().Deployments("shop").List(k.ctx, metav1.ListOptions{})
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	live := map[string]corev1.Pod{}
-	for _, p := range pods.Items {
-		if want[p.Name] == nil {
-			if err := k.client.CoreV1().Pods("shop").Delete(k.ctx, p.Name, metav1.DeleteOptions{}); err != nil {
-				k.t.Fatal(err)
-			}
-			continue
-		}
-		live[p.Name] = p
+	for i := range dl.Items {
+		deploys[dl.Items[i].Name] = &dl.Items[i]
 	}
-	for name, p := range want {
-		if _, ok := live[name]; !ok {
-			if _, err := k.client.CoreV1().Pods("shop").Create(k.ctx, p, metav1.CreateOptions{}); err != nil {
-				k.t.Fatal(err)
-			}
-			live[name] = *p
-		}
+	rl, err := k.client.AppsV1().ReplicaSets("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		k.t.Fatal(err)
 	}
-	k.settleEndpoints(live)
+	for i := range rl.Items {
+		rsets[rl.Items[i].Name] = &rl.Items[i]
+	}
+	pl, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	for i := range pl.Items {
+		pods[pl.Items[i].Name] = &pl.Items[i]
+	}
+	return deploys, rsets, pods
+}
+
+// update writes obj, a ReplicaSet or a pod of namespace shop, as it is.
+func (k *cluster) update(obj runtime.Object) {
+	k.t.Helper()
+	var err error
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		_, err = k.client.AppsV1().ReplicaSets("shop").Update(k.ctx, o, metav1.UpdateOptions{})
+	case *corev1.Pod:
+		_, err = k.client.CoreV1().Pods("shop").Update(k.ctx, o, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// remove deletes the ReplicaSet or pod name of namespace shop.
+func (k *cluster) remove(resource, name string) {
+	k.t.Helper()
+	var err error
+	switch resource {
+	case "replicasets":
+		err = k.client.AppsV1().ReplicaSets("shop").Delete(k.ctx, name, metav1.DeleteOptions{})
+	case "pods":
+		err = k.client.CoreV1().Pods("shop").Delete(k.ctx, name, metav1.DeleteOptions{})
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// withLabel is l with k=v added, a copy.
+func withLabel(l map[string]string, key, v string) map[string]string {
+	out := maps.Clone(l)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = v
+	return out
 }
 
 // settleEndpoints writes each Service's EndpointSlice: the pods of live

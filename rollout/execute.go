@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -54,6 +55,14 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			if x.primary != nil && x.command != "" {
 				err = c.clearCommand(ctx, x.primary, x.command)
 			}
+		case strategies.ActionOrphan:
+			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet, metav1.DeletePropagationOrphan)
+		case strategies.ActionDeleteReplicaSet:
+			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet, metav1.DeletePropagationBackground)
+		case strategies.ActionDelete:
+			err = c.deleteDeployment(ctx, x.w, x.w.name+a.Deployment)
+		case strategies.ActionDeletePod:
+			err = c.deletePod(ctx, x.w, a.Pod)
 		}
 		if err != nil {
 			return err
@@ -79,6 +88,9 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if a.Replicas != nil {
 		want.Spec.Replicas = a.Replicas
 	}
+	if a.Paused != nil {
+		want.Spec.Paused = *a.Paused
+	}
 	switch a.Template {
 	case strategies.StableServing:
 		// The workload label too: an adopted Deployment's template lacks
@@ -96,6 +108,14 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 			keepAnnotation(want, canary, AnnotationChangeCause)
 		}
 		want.Spec.Strategy = strategies.Surge(want.Spec.Strategy)
+	case strategies.StableHandOver:
+		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
+			// The canary's very template: the stable's new ReplicaSet
+			// then selects the canary's pods (see
+			// strategies.planHandOver).
+			want.Spec.Template = *canary.Spec.Template.DeepCopy()
+			keepAnnotation(want, canary, AnnotationChangeCause)
+		}
 	case strategies.StableSettle:
 		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
 			want.Spec.Strategy = *canary.Spec.Strategy.DeepCopy()

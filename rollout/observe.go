@@ -235,5 +235,6 @@ func podState(p *corev1.Pod) strategies.Pod {
 	ready, since := strategies.PodReadiness(p)
 	serving := p.Labels[contract.LabelServing] == "true"
 	return strategies.Pod{Name: p.Name, Ready: ready, NotReadySince: since, Serving: serving, Hash: p.Annotations[contract.AnnotationTemplateHash],
-		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true"}
+		Deleting: p.DeletionTimestamp != nil, Unlabelled: !serving && p.Annotations[contract.AnnotationServed] == "true",
+		Orphan: metav1.GetControllerOf(p) == nil}
 }

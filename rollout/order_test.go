@@ -13,11 +13,9 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// Matchers of request lines (see requests).
-var (
-	labelled   = `"plimsoll.dev/serving":"true"`
-	unlabelled = `"plimsoll.dev/serving":null`
-)
+// unlabelled matches a request line that takes a pod's serving label
+// away (see requests).
+const unlabelled = `"plimsoll.dev/serving":null`
 
 // find returns the index of the first request that has every part, -1
 // when none has.
@@ -68,34 +66,67 @@ func before(t *testing.T, r []string, a, b []string) {
 
 // TestCanaryStepOrder rolls canary "api" (4 replicas, steps "50%, 100%")
 // from v1 to v2 on the fake cluster and checks the order of each step's
-// writes as the planner lists them: canary pods are labelled before the
-// stable Deployment scales down for them; on promotion, stable takes the
-// template before the canary's pods are unlabelled and it goes to zero,
-// and those pods are unlabelled before it scales down. The promotion
-// surges the whole count, and Git's strategy is back on the stable in the
-// end.
+// writes as the planner lists them: the canary grows before the stable
+// Deployment scales down for its pods, which serve from their template;
+// on promotion the canary's pods are handed over to the stable (see
+// strategies.planHandOver): the canary grows to 4, then the stable goes to
+// 0 and the canary is paused, then the canary's ReplicaSet is deleted
+// leaving its pods, then the stable takes the canary's template at 4 and
+// adopts them, then the emptied canary goes and a new one is made at 0
+// with the other track. The pods that serve in the end are the canary's,
+// and the stable made none; Git's strategy stays on the stable all along.
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryAnnotations)
 	rounds := k.untilQuiet()
 
-	step := roundWith(t, rounds, "patch pods/api-canary-", labelled)
-	before(t, step, []string{"patch pods/api-canary-", labelled}, []string{"update deployments/api ", "replicas=2"})
-	if n := strings.Count(strings.Join(step, "\n"), labelled); n != 2 {
-		t.Errorf("%d canary pods labelled at 50%% of 4, want 2:\n%s", n, strings.Join(step, "\n"))
+	grow, shrink := roundOf(rounds, "update deployments/api-canary", "replicas=2"), roundOf(rounds, "update deployments/api ", "replicas=2")
+	if grow < 0 || shrink <= grow {
+		t.Errorf("the stable scaled down for the canary in round %d, the canary grew in round %d: want it after:\n%s", shrink, grow, show(rounds))
 	}
-	promoted := roundWith(t, rounds, "patch pods/api-canary-", unlabelled)
-	before(t, promoted, []string{"patch pods/api-canary-", unlabelled}, []string{"update deployments/api-canary", "replicas=0"})
-	if i, j := roundOf(rounds, "patch pods/api-canary-", unlabelled), roundOf(rounds, "update deployments/api ", "replicas=4"); j < 0 || j >= i {
-		t.Errorf("the canary pods lost their label before stable was back at 4:\n%s", show(rounds))
+	inOrder := [][]string{
+		{"update deployments/api-canary", "replicas=4"},
+		{"update deployments/api ", "replicas=0"},
+		{"delete replicasets/api-canary-"},
+		{"update deployments/api ", "replicas=4"},
+		{"delete deployments/api-canary"},
+		{"create deployments/api-canary", "replicas=0"},
 	}
-	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *k.deployment("api-canary").Spec.Replicas != 0 {
-		t.Errorf("after the rollout: api %s, api-canary at %d; want Healthy and 0", d.Annotations[contract.AnnotationPhase], *k.deployment("api-canary").Spec.Replicas)
+	from := 0
+	for _, want := range inOrder {
+		at := roundOf(rounds[from:], want...)
+		if at < 0 {
+			t.Fatalf("no round from %d on has %q:\n%s", from, want, show(rounds))
+		}
+		from += at
 	}
-	if roundOf(rounds, "update deployments/api ", "replicas=4 maxSurge=100%") < 0 {
-		t.Errorf("no promotion of api with maxSurge 100%%:\n%s", show(rounds))
+	if roundOf(rounds, "maxSurge=100%") >= 0 {
+		t.Errorf("the promotion surged, want the canary's pods handed over:\n%s", show(rounds))
 	}
-	if stable, canary := k.deployment("api").Spec.Strategy, k.deployment("api-canary").Spec.Strategy; !reflect.DeepEqual(stable, canary) {
+	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, "api-canary-") {
+			t.Errorf("pod %s runs after the promotion: want only the canary's pods, handed over", p.Name)
+		}
+		if ref := metav1.GetControllerOf(&p); ref == nil || !strings.HasPrefix(ref.Name, "api-") || strings.HasPrefix(ref.Name, "api-canary-") {
+			t.Errorf("pod %s is controlled by %v, want a ReplicaSet of api", p.Name, ref)
+		}
+	}
+	if len(pods.Items) != 4 {
+		t.Errorf("%d pods after the promotion, want 4", len(pods.Items))
+	}
+	api, canary := k.deployment("api"), k.deployment("api-canary")
+	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canary.Spec.Replicas != 0 || canary.Spec.Paused {
+		t.Errorf("after the rollout: api %s, api-canary at %d (paused %v); want Healthy, and 0 not paused",
+			api.Annotations[contract.AnnotationPhase], *canary.Spec.Replicas, canary.Spec.Paused)
+	}
+	if got, stable := canary.Spec.Selector.MatchLabels[contract.LabelTrack], api.Spec.Template.Labels[contract.LabelTrack]; got == stable {
+		t.Errorf("the new canary's track %q is the stable pods' %q: its selector would select them", got, stable)
+	}
+	if stable, canary := api.Spec.Strategy, canary.Spec.Strategy; !reflect.DeepEqual(stable, canary) {
 		t.Errorf("api's strategy after the rollout %+v, want Git's (api-canary's) %+v", stable, canary)
 	}
 }

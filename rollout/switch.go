@@ -272,8 +272,8 @@ func (c *Controller) retireBefore(ctx context.Context, w *workload, target strin
 // unlabelCanaryPods removes the serving label from every canary pod of
 // workload w.
 func (c *Controller) unlabelCanaryPods(ctx context.Context, w *workload) error {
-	for _, p := range w.pods {
-		if p.Labels[contract.LabelTrack] == contract.TrackCanary && p.Labels[contract.LabelServing] != "" {
+	for _, p := range w.canaryPods() {
+		if p.Labels[contract.LabelServing] != "" {
 			if err := c.labelPod(ctx, w.ns, p.Name, nil); err != nil {
 				return err
 			}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -37,6 +39,9 @@ type endpointWatch struct {
 	mu     sync.Mutex
 	slices map[string]*discoveryv1.EndpointSlice // by slice name
 	states []endpointState
+	// pods and rsets are the namespace's pods and ReplicaSets, to tell
+	// the Deployment each ready pod belongs to (see record).
+	pods, rsets cache.Indexer
 }
 
 // watchEndpoints starts following the EndpointSlices of service in ns and
@@ -45,6 +50,11 @@ type endpointWatch struct {
 func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	t.Helper()
 	w := &endpointWatch{slices: map[string]*discoveryv1.EndpointSlice{}}
+	podInformer := coreinformers.NewPodInformer(suite.client, ns, 0, cache.Indexers{})
+	rsInformer := appsinformers.NewReplicaSetInformer(suite.client, ns, 0, cache.Indexers{})
+	kit.RunInformer(t.Context(), t, podInformer, cache.ResourceEventHandlerFuncs{}, "pods of "+ns)
+	kit.RunInformer(t.Context(), t, rsInformer, cache.ResourceEventHandlerFuncs{}, "ReplicaSets of "+ns)
+	w.pods, w.rsets = podInformer.GetIndexer(), rsInformer.GetIndexer()
 	selector := labels.Set{discoveryv1.LabelServiceName: service}.String()
 	informer := discoveryinformers.NewFilteredEndpointSliceInformer(suite.client, ns, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
@@ -95,10 +105,66 @@ func (w *endpointWatch) record() {
 	}
 	pods := make([]string, 0, len(set))
 	for name := range set {
-		pods = append(pods, name)
+		pods = append(pods, name+w.ownerNote(name))
 	}
 	slices.Sort(pods)
 	w.states = append(w.states, endpointState{at: time.Now(), pods: pods})
+}
+
+// ownerNote is what record appends to the name of a ready pod that
+// belongs to another Deployment than the one its name says: " (api)" for
+// pod api-canary-5f69849ddd-x7k2p, which a canary made and handed over to
+// the stable Deployment api, and " (none)" while it has no owner. A pod's
+// name is its maker's for ever; withPrefix reads the note.
+func (w *endpointWatch) ownerNote(pod string) string {
+	obj, ok, _ := w.pods.GetByKey(w.namespaceOf() + "/" + pod)
+	if !ok {
+		return ""
+	}
+	owner := ""
+	if ref := metav1.GetControllerOf(obj.(*corev1.Pod)); ref != nil {
+		if rs, ok, _ := w.rsets.GetByKey(w.namespaceOf() + "/" + ref.Name); ok {
+			if d := metav1.GetControllerOf(rs.(metav1.Object)); d != nil {
+				owner = d.Name
+			}
+		}
+	} else {
+		owner = "none"
+	}
+	if owner == "" || owner == podDeployment(pod) {
+		return ""
+	}
+	return " (" + owner + ")"
+}
+
+// namespaceOf is the namespace of the watched Service's slices, "" before
+// any was seen.
+func (w *endpointWatch) namespaceOf() string {
+	for _, s := range w.slices {
+		return s.Namespace
+	}
+	return ""
+}
+
+// podDeployment is the Deployment pod's name says made it:
+// "api-canary" for api-canary-5f69849ddd-x7k2p.
+func podDeployment(pod string) string {
+	parts := strings.Split(pod, "-")
+	if len(parts) < 3 {
+		return pod
+	}
+	return strings.Join(parts[:len(parts)-2], "-")
+}
+
+// readyNames returns the names of the Service's ready pods as last seen,
+// without the notes of ownerNote.
+func (w *endpointWatch) readyNames() []string {
+	var out []string
+	for _, p := range w.ready() {
+		name, _, _ := strings.Cut(p, " (")
+		out = append(out, name)
+	}
+	return out
 }
 
 // ready returns the names of the Service's ready pods as last seen, sorted.

@@ -127,12 +127,20 @@ func selector(t *testing.T, ns, name string) map[string]string {
 	return svc.Spec.Selector
 }
 
-// withPrefix returns the names in pods that start with prefix.
+// withPrefix returns the names in pods that start with prefix: the pods of
+// the Deployment that prefix names. A pod handed over to another
+// Deployment (a canary's, now the stable's; see ownerNote) counts for the
+// one that owns it.
 func withPrefix(pods []string, prefix string) []string {
 	var out []string
 	for _, p := range pods {
-		if strings.HasPrefix(p, prefix) {
-			out = append(out, p)
+		name, owner, noted := strings.Cut(p, " (")
+		switch {
+		case noted && strings.HasPrefix(strings.TrimSuffix(owner, ")")+"-", prefix):
+			// Handed over: the Deployment that owns it now counts.
+			out = append(out, name)
+		case !noted && strings.HasPrefix(name, prefix):
+			out = append(out, name)
 		}
 	}
 	return out
@@ -150,10 +158,8 @@ func allWithPrefix(pods []string, prefix string) bool {
 func checkNeverServed(t *testing.T, w *endpointWatch, mark int, prefix string, n int) {
 	t.Helper()
 	history := w.history(mark)
-	for _, line := range history {
-		if strings.Contains(line, prefix) {
-			t.Errorf("a pod of the failed revision served: %s", line)
-		}
+	if served := w.fewestSince(mark, func(pods []string) int { return -len(withPrefix(pods, prefix)) }); served < 0 {
+		t.Errorf("%d pods of the failed revision (%s) served; history:\n%s", -served, prefix, strings.Join(history, "\n"))
 	}
 	if got, pods := w.minReadySince(mark); got < n {
 		t.Errorf("the Service had %d ready endpoints (%v), want never fewer than %d; history:\n%s",

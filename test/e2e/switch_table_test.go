@@ -190,7 +190,7 @@ func switchedTo(t *testing.T, ns, name, strategy string, revision int, image str
 	if left != "" {
 		return left
 	}
-	ready := endpoints.ready()
+	ready := endpoints.readyNames()
 	if len(ready) != switchReplicas {
 		return fmt.Sprintf("%d ready endpoints %v, want %d", len(ready), ready, switchReplicas)
 	}

@@ -1,0 +1,122 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
+)
+
+// A canary workload's pods are told apart by who owns them, not by their
+// names or tracks: a promotion hands the canary's pods over to the stable
+// Deployment (see strategies.planHandOver), and they keep the names
+// (<name>-canary-...) and the track label they were made with.
+
+// replicaSetsOf returns the names of w's ReplicaSets that Deployment d
+// controls.
+func (w *workload) replicaSetsOf(d *appsv1.Deployment) map[string]bool {
+	names := map[string]bool{}
+	if d == nil {
+		return names
+	}
+	for _, rs := range w.rsets {
+		if metav1.IsControlledBy(rs, d) {
+			names[rs.Name] = true
+		}
+	}
+	return names
+}
+
+// controlledBy reports whether pod p's controller is one of the
+// ReplicaSets named in sets.
+func controlledBy(p *corev1.Pod, sets map[string]bool) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "ReplicaSet" && sets[ref.Name]
+}
+
+// canaryPods returns the pods of canary workload w that are the canary's:
+// those with a track label that no ReplicaSet of the stable Deployment
+// controls (the canary's own, and those a hand-over left without an
+// owner).
+func (w *workload) canaryPods() []*corev1.Pod {
+	stable := w.replicaSetsOf(w.deployment(""))
+	var out []*corev1.Pod
+	for _, p := range w.pods {
+		if p.Labels[contract.LabelTrack] != "" && !controlledBy(p, stable) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// stablePods returns the pods of w that the stable Deployment's
+// ReplicaSets control.
+func (w *workload) stablePods() []*corev1.Pod {
+	stable := w.replicaSetsOf(w.deployment(""))
+	var out []*corev1.Pod
+	for _, p := range w.pods {
+		if controlledBy(p, stable) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newCanaryTrack is the track of a canary Deployment to be made for
+// workload w: the other than the one its stable Deployment's pods carry
+// (see strategies.OtherTrack).
+func (w *workload) newCanaryTrack() string {
+	return strategies.OtherTrack(annotatedTemplate(w.deployment("")).Labels[contract.LabelTrack])
+}
+
+// deleteReplicaSet deletes ReplicaSet name of workload w with propagation
+// policy, on the uid the caches hold: orphan leaves its pods running
+// without an owner (the hand-over of the canary's pods), background takes
+// them with it. One gone already is nothing to do.
+func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name string, policy metav1.DeletionPropagation) error {
+	var uid *metav1.Preconditions
+	for _, rs := range w.rsets {
+		if rs.Name == name {
+			uid = &metav1.Preconditions{UID: &rs.UID}
+		}
+	}
+	err := c.client.AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ReplicaSet %s: %w", name, err)
+	}
+	if policy == metav1.DeletePropagationOrphan {
+		c.log.Info("handing the canary's pods to the stable Deployment", "workload", w.ns+"/"+w.name, "replicaSet", name)
+	}
+	return nil
+}
+
+// deleteDeployment deletes Deployment name of workload w, on the uid the
+// caches hold; one gone already is nothing to do.
+func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name string) error {
+	d := w.deploys[name]
+	if d == nil {
+		return nil
+	}
+	err := c.client.AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Deployment %s: %w", name, err)
+	}
+	c.forgetDeployment(w.ns, name)
+	return nil
+}
+
+// deletePod deletes pod name of workload w; one gone already is nothing to
+// do.
+func (c *Controller) deletePod(ctx context.Context, w *workload, name string) error {
+	err := c.client.CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s, left without an owner: %w", name, err)
+	}
+	return nil
+}
