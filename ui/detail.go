@@ -209,14 +209,37 @@ func canaryOf(stable *appsv1.Deployment, tr workload.Trace, name string) *canary
 			continue
 		}
 		c.ServedTotal = len(svc.ReadyPods)
+		canary := canaryPodNames(tr, name+contract.SuffixCanary)
 		for _, p := range svc.ReadyPods {
-			if strategies.PodOf(p, name+contract.SuffixCanary) {
+			if canary[p] {
 				c.ServedCanary++
 			}
 		}
 	}
 	c.Served = percent(c.ServedCanary, c.ServedTotal)
 	return c
+}
+
+// canaryPodNames returns the names of tr's pods that a ReplicaSet of the
+// canary Deployment canary controls, or that nothing controls (a
+// canary's, being handed over). A pod's name is its maker's: one the
+// canary made and handed over to the stable Deployment is the stable's.
+func canaryPodNames(tr workload.Trace, canary string) map[string]bool {
+	sets := map[string]bool{}
+	for _, d := range tr.Deployments {
+		if d.Name == canary {
+			for _, rs := range d.ReplicaSets {
+				sets[rs.Name] = true
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, p := range tr.Pods {
+		if sets[p.ReplicaSet] || (p.ReplicaSet == "" && strategies.PodOf(p.Name, canary)) {
+			names[p.Name] = true
+		}
+	}
+	return names
 }
 
 // stepText is a step as the steps annotation writes it.

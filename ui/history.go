@@ -3,12 +3,14 @@ package ui
 import (
 	"maps"
 	"slices"
+	"strings"
 	gosync "sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -158,7 +160,7 @@ func (v *view) recordEndpoints(ns, name string) {
 	counts := map[string]int{}
 	for _, pod := range ready {
 		p, _ := get[*corev1.Pod](v, kindPods, ns, pod)
-		counts[groupOf(p)]++
+		counts[v.groupOf(p)]++
 	}
 	sample := endpointSample{}
 	for _, g := range slices.Sorted(maps.Keys(counts)) {
@@ -168,15 +170,27 @@ func (v *view) recordEndpoints(ns, name string) {
 }
 
 // groupOf is the group of a ready endpoint's pod (nil when the view does
-// not hold it: a pod of no workload).
-func groupOf(p *corev1.Pod) string {
+// not hold it: a pod of no workload): its color, or the canary or the
+// stable Deployment whose ReplicaSet controls it. A canary's pod handed
+// over to the stable Deployment at a promotion keeps its track label and
+// its name, and is the stable's.
+func (v *view) groupOf(p *corev1.Pod) string {
 	switch {
 	case p == nil:
 		return groupOther
 	case p.Labels[contract.LabelColor] != "":
 		return p.Labels[contract.LabelColor]
-	case p.Labels[contract.LabelTrack] == contract.TrackCanary:
-		return groupCanary
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		if rs, ok := get[*appsv1.ReplicaSet](v, kindReplicaSets, p.Namespace, ref.Name); ok {
+			if d := metav1.GetControllerOf(rs); d != nil && strings.HasSuffix(d.Name, contract.SuffixCanary) {
+				return groupCanary
+			}
+			return groupStable
+		}
+	}
+	if p.Labels[contract.LabelTrack] != "" {
+		return groupCanary // without an owner: a canary's, being handed over
 	}
 	return groupStable
 }
