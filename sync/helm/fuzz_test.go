@@ -19,6 +19,10 @@ func FuzzParseRelease(f *testing.F) {
 		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {repo: oci://r.example/c, chart: web, version: 1.0.0, digest: sha256:00, crds: Skip, hookTimeout: 1m}\n",
 		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {path: x, postRender: {kustomize: {resources: [a]}}}\n",
 		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: Web_1}\nspec: {path: /abs, values: {a: [1, {b: c}]}, lookup: yes}\n",
+		// Paths that leave the repository: refused.
+		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {path: ../../charts/web}\n",
+		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {path: /etc}\n",
+		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {repo: https://charts.example, chart: web, version: 1.0.0, valuesFiles: [../../secrets.yaml]}\n",
 		"spec: 3\n",
 	}
 	for _, s := range seeds {

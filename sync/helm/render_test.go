@@ -257,6 +257,13 @@ func TestFetchFromHTTPRepository(t *testing.T) {
 		_, err := renderTree(t, repoFS(rel("1.0.0", ""), "x", nil), Config{Limits: Limits{MaxArchiveBytes: 100}})
 		mustFail(t, err, "web-1.0.0.tgz", "more than the limit of 100")
 	})
+	t.Run("index digest differs", func(t *testing.T) {
+		lying := serveRepo(t, fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - version: 1.0.0\n    urls: [web-1.0.0.tgz]\n    digest: %s\n", strings.Repeat("ab", 32)),
+			map[string][]byte{"web-1.0.0.tgz": archive})
+		files := map[string]string{"web.yaml": fmt.Sprintf("apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {repo: %q, chart: web, version: 1.0.0}\n", lying.URL)}
+		_, err := renderTree(t, repoFS(files, "x", nil), Config{})
+		mustFail(t, err, "web.yaml, document 1: field spec.chart", "has digest sha256:"+sha256Hex(archive), "not the "+strings.Repeat("ab", 32)+" its index lists")
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		down := httptest.NewServer(http.NotFoundHandler())
 		url := down.URL
@@ -289,6 +296,7 @@ func TestReadArchiveRefuses(t *testing.T) {
 		{"hard link", []entry{ok, {name: "web/values.yaml", typ: tar.TypeLink, link: "web/Chart.yaml"}}, Limits{}, "is a link"},
 		{"file over its limit", []entry{ok, {name: "web/big.txt", body: strings.Repeat("x", 200)}}, Limits{MaxFileBytes: 100}, "big.txt holds 200 bytes, more than the 100"},
 		{"chart over its limit", []entry{ok, {name: "web/a.txt", body: strings.Repeat("x", 90)}, {name: "web/b.txt", body: strings.Repeat("x", 90)}}, Limits{MaxChartBytes: 150}, "more than 150 bytes once unpacked"},
+		{"too many files", []entry{ok, {name: "web/a.txt", body: "a"}, {name: "web/b.txt", body: "b"}}, Limits{MaxChartFiles: 2}, "more than 2 files"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -362,6 +370,22 @@ dependencies:
 		stale["Chart.yaml"] = strings.Replace(app["Chart.yaml"], `"~2.1"`, `"~3.0"`, 1)
 		_, err := renderTree(t, repoFS(nil, "app", stale), Config{})
 		mustFail(t, err, "app/Chart.yaml: field dependencies[0]", "dependency db", "Chart.lock pins 2.1.0, outside the range ~3.0")
+	})
+	t.Run("no Chart.lock", func(t *testing.T) {
+		unlocked := map[string]string{}
+		for k, v := range app {
+			if k != "Chart.lock" {
+				unlocked[k] = v
+			}
+		}
+		_, err := renderTree(t, repoFS(nil, "app", unlocked), Config{})
+		mustFail(t, err, "app/Chart.yaml: field dependencies[0]", "dependency db", "no Chart.lock pinning its version")
+	})
+	t.Run("vendored archive holding a link", func(t *testing.T) {
+		vendored := map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "templates/cm.yaml": app["templates/cm.yaml"],
+			"charts/db-2.1.0.tgz": string(archiveOf(t, []entry{{name: "db/Chart.yaml", body: dbChart["Chart.yaml"]}, {name: "db/templates/cm.yaml", typ: tar.TypeSymlink, link: "/etc/passwd"}}))}
+		_, err := renderTree(t, repoFS(nil, "app", vendored), Config{})
+		mustFail(t, err, "vendored chart app/charts/db-2.1.0.tgz: entry db/templates/cm.yaml is a link (to /etc/passwd)")
 	})
 }
 
