@@ -19,7 +19,7 @@ type ChartRenderer interface {
 }
 
 // HookRunner runs the hooks of a chart release for one Helm event
-// (helm.EventPreInstall...); *helm.Hooks implements it. An error names
+// (manifest.HookPreInstall...); *helm.Hooks implements it. An error names
 // the hook that failed.
 type HookRunner interface {
 	Run(ctx context.Context, out *manifest.ChartOutput, event string) error
@@ -31,14 +31,6 @@ type chartRun struct {
 	// pre and post are the events to run, "" for none.
 	pre, post string
 }
-
-// The hook events a sync runs.
-const (
-	eventPreInstall  = "pre-install"
-	eventPostInstall = "post-install"
-	eventPreUpgrade  = "pre-upgrade"
-	eventPostUpgrade = "post-upgrade"
-)
 
 // chartRuns decides, for each chart release of a commit, which hooks run:
 // the install hooks when none of its objects is in the inventory yet (the
@@ -66,9 +58,9 @@ func chartRuns(charts []*manifest.ChartOutput, plan *apply.Plan, inv inventory.I
 		}
 		switch {
 		case !installed:
-			runs = append(runs, chartRun{out: out, pre: eventPreInstall, post: eventPostInstall})
+			runs = append(runs, chartRun{out: out, pre: manifest.HookPreInstall, post: manifest.HookPostInstall})
 		case changed:
-			runs = append(runs, chartRun{out: out, pre: eventPreUpgrade, post: eventPostUpgrade})
+			runs = append(runs, chartRun{out: out, pre: manifest.HookPreUpgrade, post: manifest.HookPostUpgrade})
 		}
 	}
 	return runs

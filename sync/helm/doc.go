@@ -12,15 +12,20 @@
 // chart or is a link is refused.
 package helm
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Defaults and fixed names of the package.
 const (
 	// DefaultHookTimeout bounds how long a sync waits for one hook when
 	// the release sets no spec.hookTimeout.
 	DefaultHookTimeout = 5 * time.Minute
-	// DefaultMaxArchiveBytes bounds a chart archive as fetched (1 MiB
-	// holds ingress-nginx's 4.x archive, about 80 KiB, many times over).
+	// DefaultMaxArchiveBytes bounds a chart archive as fetched: 10 MiB.
+	// ingress-nginx 4.15.1 packs into 54 KiB (345 KiB unpacked), so a
+	// chart about 190 times its size still fits, and a hostile
+	// repository makes the daemon hold 10 MiB at most.
 	DefaultMaxArchiveBytes = 10 << 20
 	// DefaultMaxIndexBytes bounds an HTTP repository's index.yaml. The
 	// largest public indexes (bitnami's before it was pruned) passed
@@ -46,11 +51,8 @@ const (
 	annotationResourcePolicy = "helm.sh/resource-policy"
 	resourcePolicyKeep       = "keep"
 
-	// The hook events a sync runs, and the test events it leaves out.
-	EventPreInstall  = "pre-install"
-	EventPostInstall = "post-install"
-	EventPreUpgrade  = "pre-upgrade"
-	EventPostUpgrade = "post-upgrade"
+	// The test hook events, which a sync leaves out (the events it runs
+	// are manifest.HookPreInstall...).
 	eventTest        = "test"
 	eventTestSuccess = "test-success"
 
@@ -81,22 +83,12 @@ type Limits struct {
 	MaxChartFiles   int
 }
 
-// withDefaults fills in the defaults.
+// withDefaults fills in the defaults of the limits left at zero.
 func (l Limits) withDefaults() Limits {
-	if l.MaxArchiveBytes <= 0 {
-		l.MaxArchiveBytes = DefaultMaxArchiveBytes
-	}
-	if l.MaxIndexBytes <= 0 {
-		l.MaxIndexBytes = DefaultMaxIndexBytes
-	}
-	if l.MaxChartBytes <= 0 {
-		l.MaxChartBytes = DefaultMaxChartBytes
-	}
-	if l.MaxFileBytes <= 0 {
-		l.MaxFileBytes = DefaultMaxFileBytes
-	}
-	if l.MaxChartFiles <= 0 {
-		l.MaxChartFiles = DefaultMaxChartFiles
-	}
+	l.MaxArchiveBytes = cmp.Or(l.MaxArchiveBytes, DefaultMaxArchiveBytes)
+	l.MaxIndexBytes = cmp.Or(l.MaxIndexBytes, DefaultMaxIndexBytes)
+	l.MaxChartBytes = cmp.Or(l.MaxChartBytes, DefaultMaxChartBytes)
+	l.MaxFileBytes = cmp.Or(l.MaxFileBytes, DefaultMaxFileBytes)
+	l.MaxChartFiles = cmp.Or(l.MaxChartFiles, DefaultMaxChartFiles)
 	return l
 }

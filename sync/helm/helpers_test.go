@@ -1,9 +1,6 @@
 package helm
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -115,60 +112,6 @@ func keys(objs []manifest.Object) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// entry is one entry of a test archive.
-type entry struct {
-	name, body, link string
-	typ              byte
-}
-
-// archiveOf packs entries into a .tgz.
-func archiveOf(t *testing.T, entries []entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		typ := e.typ
-		if typ == 0 {
-			typ = tar.TypeReg
-		}
-		hd := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: typ, Linkname: e.link}
-		if typ != tar.TypeReg {
-			hd.Size = 0
-		}
-		if err := tw.WriteHeader(hd); err != nil {
-			t.Fatal(err)
-		}
-		if typ == tar.TypeReg {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// chartArchive packs a chart's files under its folder.
-func chartArchive(t *testing.T, name string, files map[string]string) []byte {
-	t.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var entries []entry
-	for _, n := range names {
-		entries = append(entries, entry{name: name + "/" + n, body: files[n]})
-	}
-	return archiveOf(t, entries)
 }
 
 // serveRepo serves an HTTP chart repository of archives by file name,

@@ -19,7 +19,7 @@ import (
 )
 
 // runEvents are the hook events a sync runs.
-var runEvents = []string{EventPreInstall, EventPostInstall, EventPreUpgrade, EventPostUpgrade}
+var runEvents = []string{manifest.HookPreInstall, manifest.HookPostInstall, manifest.HookPreUpgrade, manifest.HookPostUpgrade}
 
 // split turns what a chart rendered into the objects and hooks of the
 // release, in template order; the CRDs of crds/ come first.

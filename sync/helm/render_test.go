@@ -1,10 +1,10 @@
 package helm
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/helm/helmtest"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -168,13 +169,8 @@ func TestRenderBadInput(t *testing.T) {
 		return map[string]string{"rel.yaml": "apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec:\n" + spec}
 	}
 	withChart := func(extra map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range webChart {
-			out[k] = v
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
+		out := maps.Clone(webChart)
+		maps.Copy(out, extra)
 		return out
 	}
 	cases := []struct {
@@ -210,7 +206,7 @@ func TestRenderBadInput(t *testing.T) {
 }
 
 func TestFetchFromHTTPRepository(t *testing.T) {
-	archive := chartArchive(t, "web", webChart)
+	archive := helmtest.Chart(t, "web", webChart)
 	index := fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - version: 1.0.0\n    urls: [web-1.0.0.tgz]\n    digest: %s\n  - version: 0.9.0\n    urls: [web-0.9.0.tgz]\n", sha256Hex(archive))
 	var requests atomic.Int32
 	srv := serveRepo(t, index, map[string][]byte{"web-1.0.0.tgz": archive})
@@ -283,30 +279,30 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestReadArchiveRefuses(t *testing.T) {
-	ok := entry{name: "web/Chart.yaml", body: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}
+	ok := helmtest.Entry{Name: "web/Chart.yaml", Body: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}
 	cases := []struct {
 		name    string
-		entries []entry
+		entries []helmtest.Entry
 		lim     Limits
 		want    string
 	}{
-		{"tar slip", []entry{ok, {name: "web/../../etc/cron.d/x", body: "x"}}, Limits{}, "entry web/../../etc/cron.d/x leaves the chart's folder"},
-		{"absolute path", []entry{ok, {name: "/etc/passwd", body: "x"}}, Limits{}, "entry /etc/passwd has an absolute path"},
-		{"symlink", []entry{ok, {name: "web/templates/x.yaml", typ: tar.TypeSymlink, link: "/etc/passwd"}}, Limits{}, "entry web/templates/x.yaml is a link (to /etc/passwd)"},
-		{"hard link", []entry{ok, {name: "web/values.yaml", typ: tar.TypeLink, link: "web/Chart.yaml"}}, Limits{}, "is a link"},
-		{"file over its limit", []entry{ok, {name: "web/big.txt", body: strings.Repeat("x", 200)}}, Limits{MaxFileBytes: 100}, "big.txt holds 200 bytes, more than the 100"},
-		{"chart over its limit", []entry{ok, {name: "web/a.txt", body: strings.Repeat("x", 90)}, {name: "web/b.txt", body: strings.Repeat("x", 90)}}, Limits{MaxChartBytes: 150}, "more than 150 bytes once unpacked"},
-		{"too many files", []entry{ok, {name: "web/a.txt", body: "a"}, {name: "web/b.txt", body: "b"}}, Limits{MaxChartFiles: 2}, "more than 2 files"},
+		{"tar slip", []helmtest.Entry{ok, {Name: "web/../../etc/cron.d/x", Body: "x"}}, Limits{}, "entry web/../../etc/cron.d/x leaves the chart's folder"},
+		{"absolute path", []helmtest.Entry{ok, {Name: "/etc/passwd", Body: "x"}}, Limits{}, "entry /etc/passwd has an absolute path"},
+		{"symlink", []helmtest.Entry{ok, {Name: "web/templates/x.yaml", Link: "/etc/passwd"}}, Limits{}, "entry web/templates/x.yaml is a link (to /etc/passwd)"},
+		{"hard link", []helmtest.Entry{ok, {Name: "web/values.yaml", Link: "web/Chart.yaml", Hard: true}}, Limits{}, "is a link"},
+		{"file over its limit", []helmtest.Entry{ok, {Name: "web/big.txt", Body: strings.Repeat("x", 200)}}, Limits{MaxFileBytes: 100}, "big.txt holds 200 bytes, more than the 100"},
+		{"chart over its limit", []helmtest.Entry{ok, {Name: "web/a.txt", Body: strings.Repeat("x", 90)}, {Name: "web/b.txt", Body: strings.Repeat("x", 90)}}, Limits{MaxChartBytes: 150}, "more than 150 bytes once unpacked"},
+		{"too many files", []helmtest.Entry{ok, {Name: "web/a.txt", Body: "a"}, {Name: "web/b.txt", Body: "b"}}, Limits{MaxChartFiles: 2}, "more than 2 files"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := readArchive(archiveOf(t, tc.entries), tc.lim.withDefaults(), "chart web 1.0.0 from https://charts.example")
+			_, err := readArchive(helmtest.Archive(t, tc.entries...), tc.lim.withDefaults(), "chart web 1.0.0 from https://charts.example")
 			mustFail(t, err, "chart web 1.0.0 from https://charts.example", tc.want)
 		})
 	}
 	t.Run("nested vendored archive", func(t *testing.T) {
-		inner := archiveOf(t, []entry{{name: "db/Chart.yaml", body: "apiVersion: v2\nname: db\nversion: 1.0.0\n"}, {name: "db/x", typ: tar.TypeSymlink, link: "/"}})
-		_, err := readArchive(archiveOf(t, []entry{ok, {name: "web/charts/db-1.0.0.tgz", body: string(inner)}}), Limits{}.withDefaults(), "chart web")
+		inner := helmtest.Archive(t, helmtest.Entry{Name: "db/Chart.yaml", Body: "apiVersion: v2\nname: db\nversion: 1.0.0\n"}, helmtest.Entry{Name: "db/x", Link: "/"})
+		_, err := readArchive(helmtest.Archive(t, ok, helmtest.Entry{Name: "web/charts/db-1.0.0.tgz", Body: string(inner)}), Limits{}.withDefaults(), "chart web")
 		mustFail(t, err, "chart web charts/db-1.0.0.tgz: entry db/x is a link")
 	})
 }
@@ -320,7 +316,7 @@ func TestDependencies(t *testing.T) {
 		"Chart.yaml":        "apiVersion: v2\nname: cache\nversion: 1.0.0\n",
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-cache}\n",
 	}
-	archive := chartArchive(t, "db", dbChart)
+	archive := helmtest.Chart(t, "db", dbChart)
 	var fetched atomic.Int32
 	srv := serveRepo(t, "apiVersion: v1\nentries:\n  db:\n  - version: 2.1.0\n    urls: [db-2.1.0.tgz]\n  metrics:\n  - version: 1.0.0\n    urls: [metrics-1.0.0.tgz]\n",
 		map[string][]byte{"db-2.1.0.tgz": archive})
@@ -363,27 +359,20 @@ dependencies:
 	}
 
 	t.Run("lock out of date", func(t *testing.T) {
-		stale := map[string]string{}
-		for k, v := range app {
-			stale[k] = v
-		}
+		stale := maps.Clone(app)
 		stale["Chart.yaml"] = strings.Replace(app["Chart.yaml"], `"~2.1"`, `"~3.0"`, 1)
 		_, err := renderTree(t, repoFS(nil, "app", stale), Config{})
 		mustFail(t, err, "app/Chart.yaml: field dependencies[0]", "dependency db", "Chart.lock pins 2.1.0, outside the range ~3.0")
 	})
 	t.Run("no Chart.lock", func(t *testing.T) {
-		unlocked := map[string]string{}
-		for k, v := range app {
-			if k != "Chart.lock" {
-				unlocked[k] = v
-			}
-		}
+		unlocked := maps.Clone(app)
+		delete(unlocked, "Chart.lock")
 		_, err := renderTree(t, repoFS(nil, "app", unlocked), Config{})
 		mustFail(t, err, "app/Chart.yaml: field dependencies[0]", "dependency db", "no Chart.lock pinning its version")
 	})
 	t.Run("vendored archive holding a link", func(t *testing.T) {
 		vendored := map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "templates/cm.yaml": app["templates/cm.yaml"],
-			"charts/db-2.1.0.tgz": string(archiveOf(t, []entry{{name: "db/Chart.yaml", body: dbChart["Chart.yaml"]}, {name: "db/templates/cm.yaml", typ: tar.TypeSymlink, link: "/etc/passwd"}}))}
+			"charts/db-2.1.0.tgz": string(helmtest.Archive(t, helmtest.Entry{Name: "db/Chart.yaml", Body: dbChart["Chart.yaml"]}, helmtest.Entry{Name: "db/templates/cm.yaml", Link: "/etc/passwd"}))}
 		_, err := renderTree(t, repoFS(nil, "app", vendored), Config{})
 		mustFail(t, err, "vendored chart app/charts/db-2.1.0.tgz: entry db/templates/cm.yaml is a link (to /etc/passwd)")
 	})

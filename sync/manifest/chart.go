@@ -90,9 +90,9 @@ func (r ChartRelease) String() string {
 // apply at the events it names, rather than kept like the others.
 type Hook struct {
 	Object
-	// Events are the hook's Helm events among pre-install, post-install,
-	// pre-upgrade and post-upgrade; the others (delete and rollback
-	// hooks) are not run by a sync.
+	// Events are the hook's Helm events among HookPreInstall,
+	// HookPostInstall, HookPreUpgrade and HookPostUpgrade; the others
+	// (delete and rollback hooks) are not run by a sync.
 	Events []string
 	// Weight orders the hooks of one event, lowest first.
 	Weight int

@@ -44,6 +44,13 @@ const (
 	ChartReleaseKind = contract.KindHelmChart
 	// chartFile makes a directory a Helm chart.
 	chartFile = "Chart.yaml"
+	// The Helm hook events a sync runs, the values of Hook.Events: the
+	// install events on a release's first sync, the upgrade events on a
+	// sync that changes it.
+	HookPreInstall  = "pre-install"
+	HookPostInstall = "post-install"
+	HookPreUpgrade  = "pre-upgrade"
+	HookPostUpgrade = "post-upgrade"
 
 	// kindSecret is the kind whose data never appears in an error.
 	kindSecret = "Secret"

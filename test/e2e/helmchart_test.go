@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -130,12 +131,11 @@ spec:
 	}
 }
 
-func merge(maps ...map[string]string) map[string]string {
+// merge returns the files of every map, the later ones winning.
+func merge(files ...map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
+	for _, m := range files {
+		maps.Copy(out, m)
 	}
 	return out
 }

@@ -3,16 +3,12 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 
@@ -22,54 +18,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"plimsoll.dev/plimsoll/sync/helm/helmtest"
 )
-
-// tarEntry is one entry of a chart archive made by a test.
-type tarEntry struct {
-	name, body, link string
-}
-
-// chartTgz packs entries (a link when link is set) into a chart archive.
-func chartTgz(t *testing.T, entries []tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hd := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
-		if e.link != "" {
-			hd.Typeflag, hd.Linkname, hd.Size = tar.TypeSymlink, e.link, 0
-		}
-		if err := tw.WriteHeader(hd); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); e.link == "" && err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// chartFiles packs files under the chart's folder.
-func chartFiles(t *testing.T, name string, files map[string]string) []byte {
-	t.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var entries []tarEntry
-	for _, n := range names {
-		entries = append(entries, tarEntry{name: name + "/" + n, body: files[n]})
-	}
-	return chartTgz(t, entries)
-}
 
 // simpleChart is a chart of one ConfigMap named <release>-<name>.
 func simpleChart(name, version string, extra map[string]string) map[string]string {
@@ -175,13 +126,13 @@ func TestHelmChartRepositories(t *testing.T) {
 	s := newSyncTarget(t)
 	repo := newChartRepo(t)
 	registry := newRegistry(t)
-	webDigest := repo.add("web", "1.0.0", chartFiles(t, "web", simpleChart("web", "1.0.0", nil)))
-	repo.add("db", "2.1.0", chartFiles(t, "db", simpleChart("db", "2.1.0", nil)))
-	repo.add("evil", "0.1.0", chartTgz(t, []tarEntry{
-		{name: "evil/Chart.yaml", body: "apiVersion: v2\nname: evil\nversion: 0.1.0\n"},
-		{name: "evil/templates/cm.yaml", link: "/etc/passwd"},
-	}))
-	pushChart(t, registry, "charts/api", "1.0.0", chartFiles(t, "api", simpleChart("api", "1.0.0", map[string]string{
+	webDigest := repo.add("web", "1.0.0", helmtest.Chart(t, "web", simpleChart("web", "1.0.0", nil)))
+	repo.add("db", "2.1.0", helmtest.Chart(t, "db", simpleChart("db", "2.1.0", nil)))
+	repo.add("evil", "0.1.0", helmtest.Archive(t,
+		helmtest.Entry{Name: "evil/Chart.yaml", Body: "apiVersion: v2\nname: evil\nversion: 0.1.0\n"},
+		helmtest.Entry{Name: "evil/templates/cm.yaml", Link: "/etc/passwd"},
+	))
+	pushChart(t, registry, "charts/api", "1.0.0", helmtest.Chart(t, "api", simpleChart("api", "1.0.0", map[string]string{
 		"Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: api\nversion: 1.0.0\ndependencies:\n- {name: db, version: ~2.1, repository: %q}\n", repo.srv.URL),
 		"Chart.lock": fmt.Sprintf("dependencies:\n- {name: db, version: 2.1.0, repository: %q}\n", repo.srv.URL),
 	})))
