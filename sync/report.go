@@ -20,7 +20,13 @@ import (
 // happened, and the status to record.
 func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult, charts []*manifest.ChartOutput) inventory.Status {
 	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(commit.Hash))
-	for _, c := range changes {
+	// An object applied again that the server left as it was (its Git
+	// form holds a value the server does not store, such as a
+	// DaemonSet's minReadySeconds: 0, so it never looks in sync) is no
+	// change: a poll that wrote nothing else logs nothing and records no
+	// Event.
+	written := slices.DeleteFunc(slices.Clone(changes), func(c apply.Change) bool { return c.Action == apply.ActionNone })
+	for _, c := range written {
 		log.Info("applied", "object", c.Key.String(), "action", string(c.Action), "origin", c.Item.Object.Origin.String())
 	}
 	for _, key := range pruned.Deleted {
@@ -29,7 +35,7 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	s.cfg.Metrics.objects(changes, pruned)
 	waits := describeWaits(pruned.Waiting)
 	s.applied = &appliedPass{commit: commit.Hash, plan: plan, waiting: len(pruned.Waiting) > 0}
-	if commit.Hash != prev.Commit || len(changes) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
+	if commit.Hash != prev.Commit || len(written) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
 			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, joinNonEmpty(summary, waits)))

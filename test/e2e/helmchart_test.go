@@ -339,3 +339,62 @@ func TestHelmChartCanary(t *testing.T) {
 	command(t, s.ns, "shop", "promote")
 	waitForDeployment(t, s.ns, "shop", "revision 2 Healthy", phaseIs(2, "Healthy"))
 }
+
+// TestHelmChartPollWritesNothing syncs a chart whose DaemonSet sets
+// minReadySeconds: 0, as ingress-nginx's does: the API server does not
+// store a zero there, so the live object never shows it and every sync
+// applies the DaemonSet again, which the server leaves as it is. The poll
+// after the first sync must then write nothing: no object, and no Event
+// or log line saying that something was applied.
+func TestHelmChartPollWritesNothing(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	s.repo.commit("agent chart", map[string]string{
+		"agent/Chart.yaml": "apiVersion: v2\nname: agent\nversion: 1.0.0\n",
+		"agent/templates/daemonset.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  minReadySeconds: 0
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers: [{name: agent, image: registry.example/agent:v1}]
+`,
+	})
+	s.mustSync(t)
+	// The DaemonSet controller writes its status meanwhile: the
+	// generation, which only a change of the spec moves, tells a write.
+	generation := func() int64 {
+		ds, err := suite.client.AppsV1().DaemonSets(s.ns).Get(context.Background(), "agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("DaemonSet agent: %v", err)
+		}
+		return ds.Generation
+	}
+	before := generation()
+
+	out, code := s.syncOnce(t)
+	if code != 0 {
+		t.Fatalf("poll exited %d:\n%s", code, out)
+	}
+	for _, said := range []string{`msg="sync applied"`, "msg=applied"} {
+		if strings.Contains(out, said) {
+			t.Errorf("the poll logged %s, though it wrote nothing:\n%s", said, out)
+		}
+	}
+	if now := generation(); now != before {
+		t.Errorf("the poll rewrote DaemonSet agent's spec (generation %d, then %d)", before, now)
+	}
+	var synced []string
+	for _, e := range s.events(t) {
+		if e.Reason == "Synced" {
+			synced = append(synced, fmt.Sprintf("%s (x%d)", e.Message, e.Count))
+		}
+	}
+	if len(synced) != 1 {
+		t.Errorf("Synced Events %q, want the first sync's alone", synced)
+	}
+}
