@@ -124,8 +124,10 @@ define bench_session
 endef
 
 # The comparison: plimsoll against Argo Rollouts (rollouts), Flux's
-# source-controller and kustomize-controller (sync and scale) and kubectl
-# (sync), each tool's runs interleaved with plimsoll's. The peers are built
+# source-controller and kustomize-controller (sync and scale), Flux's
+# source-controller and helm-controller (helm: a chart in Git rendering
+# BENCH_HELM_N objects) and kubectl (sync), each tool's runs interleaved
+# with plimsoll's. The peers are built
 # from their Go modules (hack/tools/argo-rollouts, hack/tools/flux) into the
 # tools cache once, like the control plane. The full run takes hours on 2
 # cores; the sizes and runs below make it shorter, and BENCH_NOTE says so
@@ -135,10 +137,11 @@ endef
 # again. BENCH_TOOLS limits a resumed run to some tools (e.g. flux), to
 # take the peers' runs while plimsoll's wait.
 BENCH_RUNS          ?= 3
-BENCH_PARTS         ?= rollout,sync,scale
+BENCH_PARTS         ?= rollout,sync,scale,helm
 BENCH_ROLLOUT_N     ?= 100,300
 BENCH_SYNC_N        ?= 1000,5000
 BENCH_SCALE_N       ?= 1000
+BENCH_HELM_N        ?= 1000
 BENCH_NOTE          ?=
 BENCH_RESUME        ?=
 BENCH_TOOLS         ?=
@@ -150,11 +153,12 @@ bench-peers: export PLIMSOLL_BENCH_NOTE = $(BENCH_NOTE)
 bench-peers: export PLIMSOLL_BENCH_TOOLS = $(BENCH_TOOLS)
 
 .PHONY: bench-peers
-bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_NODES, BENCH_NOTE, BENCH_RESUME, BENCH_TOOLS, BENCH_BIN)
-	$(CLUSTER) argo-rollouts >/dev/null
+bench-peers: build ## compare with the peers (BENCH_PARTS, BENCH_RUNS, BENCH_ROLLOUT_N, BENCH_SYNC_N, BENCH_SCALE_N, BENCH_HELM_N, BENCH_NODES, BENCH_NOTE, BENCH_RESUME, BENCH_TOOLS, BENCH_BIN)
+	$(if $(findstring rollout,$(BENCH_PARTS)),$(CLUSTER) argo-rollouts >/dev/null)
 	$(CLUSTER) flux >/dev/null
 	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_PARTS=$(BENCH_PARTS) PLIMSOLL_BENCH_RUNS=$(BENCH_RUNS) \
 		PLIMSOLL_BENCH_ROLLOUT_N=$(BENCH_ROLLOUT_N) PLIMSOLL_BENCH_SYNC_N=$(BENCH_SYNC_N) PLIMSOLL_BENCH_SCALE_N=$(BENCH_SCALE_N) \
+		PLIMSOLL_BENCH_HELM_N=$(BENCH_HELM_N) \
 		PLIMSOLL_BENCH_RESUME=$(BENCH_RESUME) PLIMSOLL_BENCH_BIN=$(BENCH_BIN) \
 		$(GO) test -tags bench -count=1 -timeout $(BENCH_PEERS_TIMEOUT) -v -run '^TestPeerBenchmark$$' ./test/bench/)
 

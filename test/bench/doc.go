@@ -2,7 +2,8 @@
 // bench/results.md: plimsoll against its peers (TestPeerBenchmark: the
 // rollout of N canary and N blue-green workloads against Argo Rollouts,
 // the sync of N ConfigMaps against Flux and `kubectl apply
-// --server-side`, 1,000 rolling workloads against Flux; every run kept in
+// --server-side`, 1,000 rolling workloads against Flux, a Helm chart in
+// Git rendering N objects against Flux's helm-controller; every run kept in
 // bench/peers-results.json, plotted in bench/*.svg), the memory of a sync
 // of heavy repositories (TestRepositoryMemoryBenchmark), and plimsoll alone:
 // the sync against kubectl (TestSyncBenchmark) and the rollout, binary

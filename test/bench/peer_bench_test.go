@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // peerEnv is what a run of the comparison is told by its environment, and
@@ -20,11 +23,12 @@ type peerEnv struct {
 	kubectl    string
 	kubeconfig string
 	logs       string
-	parts      []string // of rollout, sync, scale
+	parts      []string // of rollout, sync, scale, helm
 	runs       int
 	rolloutN   []int
 	syncN      []int
 	scaleN     []int
+	helmN      []int
 	note       string
 	// resume keeps the runs an earlier invocation made with the same
 	// versions of the tools, and measures only those missing.
@@ -41,42 +45,50 @@ type peerEnv struct {
 //
 //	PLIMSOLL_BENCH_BIN         the plimsoll binary (default bin/plimsoll)
 //	PLIMSOLL_BENCH_KUBECONFIG  the benchmark's control plane (default .cluster-bench/kubeconfig)
-//	PLIMSOLL_BENCH_PARTS       which comparisons, of rollout,sync,scale (default all three)
+//	PLIMSOLL_BENCH_PARTS       which comparisons, of rollout,sync,scale,helm (default all four)
 //	PLIMSOLL_BENCH_RUNS        runs of each tool at each size (default 3)
 //	PLIMSOLL_BENCH_ROLLOUT_N   workloads per strategy (default 100,300)
 //	PLIMSOLL_BENCH_SYNC_N      ConfigMaps (default 1000,5000)
 //	PLIMSOLL_BENCH_SCALE_N     rolling workloads of 10 pods (default 1000)
+//	PLIMSOLL_BENCH_HELM_N      ConfigMaps a chart renders (default 1000)
 //	PLIMSOLL_BENCH_NOTE        a line printed above the results, e.g. that a run is a check at small sizes
 //	PLIMSOLL_BENCH_RESUME      "1": keep the runs already recorded of the same tool versions, run only the others
 //	PLIMSOLL_BENCH_TOOLS       which tools to measure, of plimsoll, argo-rollouts, flux, plimsoll sync --once, kubectl (default all)
 //
-// It builds (or finds in the tools cache) the peers with hack/cluster and
-// installs their CRDs, from the same module sources, on the control plane.
+// It builds (or finds in the tools cache) the peers with hack/cluster
+// (Argo Rollouts only when the rollout comparison runs) and installs their
+// CRDs, from the same module sources, on the control plane.
 func readPeerEnv(t *testing.T) peerEnv {
 	r := readRolloutEnv(t)
 	env := peerEnv{
 		rollout: r, bin: r.bin, kubeconfig: r.kubeconfig,
 		kubectl:  filepath.Join(filepath.Dir(r.kubeconfig), "bin", "kubectl"),
 		logs:     filepath.Join(filepath.Dir(r.kubeconfig), "logs"),
-		parts:    strings.Split(envOr("PLIMSOLL_BENCH_PARTS", "rollout,sync,scale"), ","),
+		parts:    strings.Split(envOr("PLIMSOLL_BENCH_PARTS", "rollout,sync,scale,helm"), ","),
 		runs:     envInt(t, "PLIMSOLL_BENCH_RUNS", "3")[0],
 		rolloutN: envInt(t, "PLIMSOLL_BENCH_ROLLOUT_N", "100,300"),
 		syncN:    envInt(t, "PLIMSOLL_BENCH_SYNC_N", "1000,5000"),
 		scaleN:   envInt(t, "PLIMSOLL_BENCH_SCALE_N", "1000"),
+		helmN:    envInt(t, "PLIMSOLL_BENCH_HELM_N", "1000"),
 		note:     os.Getenv("PLIMSOLL_BENCH_NOTE"),
 		resume:   os.Getenv("PLIMSOLL_BENCH_RESUME") == "1",
 		tools:    strings.FieldsFunc(os.Getenv("PLIMSOLL_BENCH_TOOLS"), func(r rune) bool { return r == ',' }),
 		versions: map[string]string{},
 	}
 	cluster := filepath.Join(r.root, "hack", "cluster")
-	env.argo = strings.TrimSpace(runOutput(t, cluster, "argo-rollouts"))
 	flux := strings.Fields(runOutput(t, cluster, "flux"))
-	if len(flux) != 2 {
-		t.Fatalf("hack/cluster flux printed %q, not the paths of two controllers", flux)
+	if len(flux) != 3 {
+		t.Fatalf("hack/cluster flux printed %q, not the paths of three controllers", flux)
 	}
 	ports := freePorts(t, 4)
-	env.flux = &fluxDriver{source: flux[0], kustomize: flux[1], ports: [4]int(ports)}
-	for _, dir := range []string{filepath.Dir(env.argo), filepath.Dir(flux[0])} {
+	env.flux = &fluxDriver{source: flux[0], kustomize: flux[1], helm: flux[2], ports: [4]int(ports)}
+	crds := []string{filepath.Dir(flux[0])}
+	if env.wants("rollout") {
+		env.argo = strings.TrimSpace(runOutput(t, cluster, "argo-rollouts"))
+		crds = append(crds, filepath.Dir(env.argo))
+		env.versions[toolArgo] = "Argo Rollouts " + toolModuleVersion(t, r.root, "argo-rollouts", "github.com/argoproj/argo-rollouts")
+	}
+	for _, dir := range crds {
 		runOutput(t, env.kubectl, "--kubeconfig", env.kubeconfig, "apply", "--server-side", "--force-conflicts",
 			"--field-manager", "bench", "-f", filepath.Join(dir, "crds"))
 	}
@@ -85,9 +97,9 @@ func readPeerEnv(t *testing.T) peerEnv {
 	plimsoll := strings.TrimSpace(runOutput(t, env.bin, "version"))
 	env.versions[toolPlimsoll], env.versions[toolOnce] = plimsoll, plimsoll
 	env.versions[toolKubectl] = firstLine(runOutput(t, env.kubectl, "version", "--client"))
-	env.versions[toolArgo] = "Argo Rollouts " + toolModuleVersion(t, r.root, "argo-rollouts", "github.com/argoproj/argo-rollouts")
 	env.versions[toolFlux] = "source-controller " + toolModuleVersion(t, r.root, "flux", "github.com/fluxcd/source-controller") +
-		", kustomize-controller " + toolModuleVersion(t, r.root, "flux", "github.com/fluxcd/kustomize-controller")
+		", kustomize-controller " + toolModuleVersion(t, r.root, "flux", "github.com/fluxcd/kustomize-controller") +
+		", helm-controller " + toolModuleVersion(t, r.root, "flux", "github.com/fluxcd/helm-controller")
 	return env
 }
 
@@ -112,7 +124,9 @@ func (e peerEnv) kept() map[string]string {
 // TestPeerBenchmark compares plimsoll with its peers on the benchmark's
 // control plane: the rollout of N canary and N blue-green workloads
 // against Argo Rollouts, the sync of N ConfigMaps against Flux and
-// `kubectl apply --server-side`, and 1,000 rolling workloads against Flux.
+// `kubectl apply --server-side`, 1,000 rolling workloads against Flux, and
+// a Helm chart kept in Git rendering N ConfigMaps against Flux's
+// helm-controller.
 // The tools take turns, run by run (plimsoll run 1, the peer's run 1,
 // plimsoll run 2, ...), so that a drift of the machine's load weighs on
 // both. Every run is kept in bench/peers-results.json, replacing those of
@@ -165,31 +179,31 @@ func TestPeerBenchmark(t *testing.T) {
 			}
 		}
 	}
-	if env.wants("sync") {
-		for _, n := range env.syncN {
-			results.drop("sync", n, env.kept())
-			repo := newSyncRepo(t, n)
-			for run := 1; run <= env.runs; run++ {
-				for _, tool := range []string{toolPlimsoll, toolFlux, toolOnce, toolKubectl} {
-					if !env.measures(tool) || results.has("sync", tool, n, run) {
-						continue
-					}
-					results.Peers = append(results.Peers, syncRun(t, env, cfg, client, tool, repo, n, run))
-					save()
-				}
-			}
+	// The sync, scale and helm comparisons: for each size, each tool's
+	// runs in turns on one repository.
+	for _, c := range []struct {
+		part  string
+		sizes []int
+		repo  func(*testing.T, int) *peerRepo
+		run   func(*testing.T, peerEnv, *rest.Config, kubernetes.Interface, string, *peerRepo, int, int) peerRecord
+		tools []string
+	}{
+		{"sync", env.syncN, newSyncRepo, syncRun, []string{toolPlimsoll, toolFlux, toolOnce, toolKubectl}},
+		{"scale", env.scaleN, newScaleRepo, scaleRun, []string{toolPlimsoll, toolFlux}},
+		{"helm", env.helmN, newHelmRepo, helmRun, []string{toolPlimsoll, toolFlux}},
+	} {
+		if !env.wants(c.part) {
+			continue
 		}
-	}
-	if env.wants("scale") {
-		for _, n := range env.scaleN {
-			results.drop("scale", n, env.kept())
-			repo := newScaleRepo(t, n)
+		for _, n := range c.sizes {
+			results.drop(c.part, n, env.kept())
+			repo := c.repo(t, n)
 			for run := 1; run <= env.runs; run++ {
-				for _, tool := range []string{toolPlimsoll, toolFlux} {
-					if !env.measures(tool) || results.has("scale", tool, n, run) {
+				for _, tool := range c.tools {
+					if !env.measures(tool) || results.has(c.part, tool, n, run) {
 						continue
 					}
-					results.Peers = append(results.Peers, scaleRun(t, env, cfg, client, tool, repo, n, run))
+					results.Peers = append(results.Peers, c.run(t, env, cfg, client, tool, repo, n, run))
 					save()
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,50 +29,39 @@ import (
 // Flux's objects, as the benchmark names them.
 var (
 	gitRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	helmChartGVR     = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmcharts"}
 	kustomizationGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	helmReleaseGVR   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 )
 
-// fluxDriver is Flux's source-controller and kustomize-controller, run out
-// of cluster: a GitRepository polls the served repository and a
-// Kustomization applies what it fetched.
+// fluxDriver is Flux's source-controller with its kustomize-controller or
+// its helm-controller, run out of cluster: a GitRepository polls the
+// served repository, and a Kustomization applies what it fetched, or a
+// HelmRelease installs the chart it holds.
 type fluxDriver struct {
-	source, kustomize string // the binaries
-	ports             [4]int // artifact server, source health, kustomize health, spare
+	source, kustomize, helm string // the binaries
+	ports                   [4]int // artifact server, source health, kustomize health, helm health
 }
 
-// start starts both controllers, talking to the API server through
-// kubeconfig, and creates in namespace ns a GitRepository following branch
-// of the repository at url and a Kustomization applying all of it; with
-// targetNamespace set, objects without a namespace go there. Both poll
-// (the GitRepository) and correct drift (the Kustomization) every
-// pollInterval, as `plimsoll run --interval` does both; interval jitter is
-// off, as plimsoll has none. w learns of each commit the Kustomization
+// fluxArgs are the flags every Flux controller of the benchmark gets:
+// interval jitter is off, as plimsoll has none.
+var fluxArgs = []string{"--enable-leader-election=false", "--metrics-addr=0", "--interval-jitter-percentage=0", "--log-level=info"}
+
+// start starts source-controller and kustomize-controller, talking to the
+// API server through kubeconfig, and creates in namespace ns a
+// GitRepository following branch of the repository at url and a
+// Kustomization applying all of it; with targetNamespace set, objects
+// without a namespace go there. Both poll (the GitRepository) and correct
+// drift (the Kustomization) every pollInterval, as `plimsoll run
+// --interval` does both. w learns of each commit the Kustomization
 // applied.
 func (f *fluxDriver) start(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns, targetNamespace string, w *healthWatch) procGroup {
-	env := []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + ns}
-	common := []string{"--enable-leader-election=false", "--metrics-addr=0", "--interval-jitter-percentage=0", "--log-level=info"}
-	storage := "127.0.0.1:" + strconv.Itoa(f.ports[0])
-	// source-controller wants its storage directory to exist.
-	if err := os.MkdirAll(filepath.Join(work, "artifacts"), 0o755); err != nil {
-		t.Fatalf("create the artifact storage: %v", err)
-	}
-	src := kit.Start(t, kit.Process{Bin: f.source, Log: logPrefix + "-source-controller.log", Env: env, Args: append(common,
-		"--storage-path="+filepath.Join(work, "artifacts"), "--storage-addr="+storage, "--storage-adv-addr="+storage,
-		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[1]))})
-	kus := kit.Start(t, kit.Process{Bin: f.kustomize, Log: logPrefix + "-kustomize-controller.log", Env: env, Args: append(common,
+	src := f.startSource(ctx, t, cfg, kubeconfig, work, logPrefix, url, branch, ns)
+	kus := kit.Start(t, kit.Process{Bin: f.kustomize, Log: logPrefix + "-kustomize-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
 		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[2]))})
 	procs := procGroup{src, kus}
 
 	watchKustomization(ctx, t, cfg, w, ns)
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	repo := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-		"metadata": map[string]any{"name": syncName, "namespace": ns},
-		"spec": map[string]any{
-			"interval": pollInterval, "timeout": "60s", "url": url,
-			"ref": map[string]any{"branch": branch},
-		},
-	}}
 	spec := map[string]any{
 		"interval": pollInterval, "timeout": "30m", "path": "./", "prune": true,
 		"sourceRef": map[string]any{"kind": "GitRepository", "name": syncName},
@@ -79,17 +69,80 @@ func (f *fluxDriver) start(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	if targetNamespace != "" {
 		spec["targetNamespace"] = targetNamespace
 	}
-	kustomization := &unstructured.Unstructured{Object: map[string]any{
+	create(ctx, t, cfg, kustomizationGVR, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": syncName, "namespace": ns},
 		"spec":     spec,
-	}}
-	for gvr, obj := range map[schema.GroupVersionResource]*unstructured.Unstructured{gitRepositoryGVR: repo, kustomizationGVR: kustomization} {
-		if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s %s/%s: %v", obj.GetKind(), ns, syncName, err)
-		}
-	}
+	}})
 	return procs
+}
+
+// startHelm starts source-controller and helm-controller, talking to the
+// API server through kubeconfig, and creates in namespace ns a
+// GitRepository following branch of the repository at url and a
+// HelmRelease of the chart at chartPath in it, installed in ns. The
+// HelmChart is built again for every commit (reconcileStrategy Revision:
+// with the default, a change of a template that keeps the chart's version
+// is never deployed), which then versions it <version>+<12 hex digits of
+// the commit>. Everything is looked at every pollInterval. w learns of
+// each commit whose chart the HelmRelease deployed, commits being those
+// the repository may push.
+func (f *fluxDriver) startHelm(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns, chartPath string, commits []string, w *healthWatch) procGroup {
+	src := f.startSource(ctx, t, cfg, kubeconfig, work, logPrefix, url, branch, ns)
+	hc := kit.Start(t, kit.Process{Bin: f.helm, Log: logPrefix + "-helm-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
+		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[3]))})
+	procs := procGroup{src, hc}
+
+	watchHelmRelease(ctx, t, cfg, w, ns, commits)
+	create(ctx, t, cfg, helmReleaseGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+		"metadata": map[string]any{"name": syncName, "namespace": ns},
+		"spec": map[string]any{
+			"interval": pollInterval, "timeout": "30m",
+			"chart": map[string]any{"spec": map[string]any{
+				"chart": chartPath, "reconcileStrategy": "Revision", "interval": pollInterval,
+				"sourceRef": map[string]any{"kind": "GitRepository", "name": syncName},
+			}},
+		},
+	}})
+	return procs
+}
+
+// startSource starts source-controller and creates in namespace ns the
+// GitRepository syncName, following branch of the repository at url
+// every pollInterval.
+func (f *fluxDriver) startSource(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns string) *kit.Daemon {
+	storage := "127.0.0.1:" + strconv.Itoa(f.ports[0])
+	// source-controller wants its storage directory to exist.
+	if err := os.MkdirAll(filepath.Join(work, "artifacts"), 0o755); err != nil {
+		t.Fatalf("create the artifact storage: %v", err)
+	}
+	src := kit.Start(t, kit.Process{Bin: f.source, Log: logPrefix + "-source-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
+		"--storage-path="+filepath.Join(work, "artifacts"), "--storage-addr="+storage, "--storage-adv-addr="+storage,
+		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[1]))})
+	create(ctx, t, cfg, gitRepositoryGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+		"metadata": map[string]any{"name": syncName, "namespace": ns},
+		"spec": map[string]any{
+			"interval": pollInterval, "timeout": "60s", "url": url,
+			"ref": map[string]any{"branch": branch},
+		},
+	}})
+	return src
+}
+
+// fluxEnv is the environment of a Flux controller: the API server through
+// kubeconfig, and ns as the namespace it runs in.
+func fluxEnv(kubeconfig, ns string) []string {
+	return []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + ns}
+}
+
+// create creates obj, a resource of gvr, in its namespace.
+func create(ctx context.Context, t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	if _, err := dyn.Resource(gvr).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
 }
 
 // watchKustomization feeds w the commit of every revision the
@@ -110,6 +163,37 @@ func watchKustomization(ctx context.Context, t *testing.T, cfg *rest.Config, w *
 		}
 	}
 	kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(observe), "the Kustomizations of "+ns)
+}
+
+// watchHelmRelease feeds w each of commits whose chart the HelmRelease of
+// namespace ns deployed: when its Ready condition is True and the latest
+// release of its history is deployed from chart version
+// <version>+<the commit's first 12 hex digits>.
+func watchHelmRelease(ctx context.Context, t *testing.T, cfg *rest.Config, w *healthWatch, ns string, commits []string) {
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, helmReleaseGVR, ns, 0, cache.Indexers{}, nil).Informer()
+	observe := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || !conditionTrue(u, "Ready") {
+			return
+		}
+		history, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+		if len(history) == 0 {
+			return
+		}
+		latest, _ := history[0].(map[string]any)
+		version, _ := latest["chartVersion"].(string)
+		_, built, ok := strings.Cut(version, "+")
+		if !ok || latest["status"] != "deployed" {
+			return
+		}
+		for _, c := range commits {
+			if strings.HasPrefix(c, built) {
+				w.markAppliedNow(c)
+			}
+		}
+	}
+	kit.RunInformer(ctx, t, inf, kit.OnAddOrUpdate(observe), "the HelmReleases of "+ns)
 }
 
 // conditionTrue tells whether u's status has condition typ with status
@@ -163,7 +247,7 @@ func (w *healthWatch) observeNative(obj any) {
 func dropFluxFinalizers(ctx context.Context, t *testing.T, cfg *rest.Config, ns string) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	for _, gvr := range []schema.GroupVersionResource{kustomizationGVR, gitRepositoryGVR} {
+	for _, gvr := range []schema.GroupVersionResource{kustomizationGVR, helmReleaseGVR, helmChartGVR, gitRepositoryGVR} {
 		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatalf("list the %s of %s: %v", gvr.Resource, ns, err)

@@ -294,7 +294,41 @@ whatever they are: "missed" is a target not met.
 			}
 		}
 	}
+	b.WriteString(r.helmSection())
 	b.WriteString(r.everyRun())
+	return b.String()
+}
+
+// helmSection is the helm comparison's part of the report.
+func (r *peerResults) helmSection() string {
+	var b strings.Builder
+	b.WriteString(`
+## Helm: a chart in Git rendering N ConfigMaps, commit to applied
+
+The chart is kept in Git; its values say how many ConfigMaps it renders.
+plimsoll renders it in-process and applies it like any file. Flux's
+source-controller builds a chart artifact of each commit (reconcileStrategy
+Revision, without which a template change that keeps the chart's version
+is never deployed) and helm-controller upgrades the Helm release to it,
+waiting for its objects as it does by default. cold: the chart goes from 1
+ConfigMap to N; noop: a commit that changes no object; change: one
+ConfigMap's data changes. Flux's CPU and memory are source-controller's
+and helm-controller's together.
+
+| commit, N | measure | plimsoll | Flux | ratio | target |
+|---|---|---|---|---|---|
+`)
+	if len(r.sizes("helm")) == 0 {
+		b.WriteString("| not measured yet: `make bench-peers BENCH_PARTS=helm` | | | | | |\n")
+	}
+	for _, n := range r.sizes("helm") {
+		for _, phase := range syncPhases {
+			ps, qs := r.phasesOf("helm", toolPlimsoll, n, phase), r.phasesOf("helm", toolFlux, n, phase)
+			for _, m := range []measure{applied, cpuSeconds, peakRSS, ownRequests} {
+				b.WriteString(row(fmt.Sprintf("%s, %d", phase, n), m, ps, qs))
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -99,33 +99,14 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 		repo.push(t, "seed", ns)
 		if tool == toolPlimsoll {
 			watchSyncStatus(ctx, t, client, w)
-			procs = procGroup{kit.Start(t, kit.Process{Bin: env.bin, Log: logPrefix + ".log", Args: []string{"run", "--repo", repo.url, "--branch", ns,
-				"--interval", pollInterval, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", ns,
-				"--status-namespace", ns, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})}
+			procs = startPlimsoll(t, env, logPrefix, repo.url, ns, ns, kubeconfig, work)
 		} else {
 			procs = env.flux.start(ctx, t, cfg, kubeconfig, work, logPrefix, repo.url, ns, ns, ns, w)
 			defer dropFluxFinalizers(ctx, t, cfg, ns)
 		}
 		defer procs.stop(t)
-		if !w.waitApplied(t, procs, repo.commits["seed"], bound) {
-			t.Fatalf("%s did not apply the seed commit within %s", tool, bound)
-		}
 		m := &meter{t: t, ctx: ctx, client: client, proxy: proxy, procs: procs, watch: w}
-		for _, phase := range syncPhases {
-			time.Sleep(settle)
-			before := m.read(true)
-			start := time.Now()
-			commit := repo.push(t, phase, ns)
-			done := w.waitApplied(t, procs, commit, bound)
-			after := m.read(false)
-			p := m.between(before, after)
-			p.Finished, p.Seconds = done, bound.Seconds()
-			if at, ok := w.appliedAt(commit); ok && done {
-				p.Seconds = at.Sub(start).Seconds()
-			}
-			rec.Phases[phase] = p
-			t.Logf("sync %s N=%d run %d %s: %s", tool, n, run, phase, p.summary())
-		}
+		measureCommits(m, &rec, repo, ns, bound)
 	case toolOnce, toolKubectl:
 		cache := filepath.Join(work, "cache")
 		for _, phase := range syncPhases {
@@ -158,6 +139,42 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 	}
 	rec.Load = append(rec.Load, loadAverage())
 	return rec
+}
+
+// startPlimsoll starts `plimsoll run` following branch of the repository
+// at url into namespace ns, through kubeconfig, polling every
+// pollInterval; its log goes to logPrefix.log.
+func startPlimsoll(t *testing.T, env peerEnv, logPrefix, url, branch, ns, kubeconfig, work string) procGroup {
+	return procGroup{kit.Start(t, kit.Process{Bin: env.bin, Log: logPrefix + ".log", Args: []string{"run", "--repo", url, "--branch", branch,
+		"--interval", pollInterval, "--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", ns,
+		"--status-namespace", ns, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})}
+}
+
+// measureCommits waits for the controller m measures to apply the seed
+// commit of repo, already pushed to branch, then pushes the commits of
+// syncPhases one at a time, after settle each, and measures each from its
+// push until the controller reports it applied (m.watch), within bound,
+// into rec.
+func measureCommits(m *meter, rec *peerRecord, repo *peerRepo, branch string, bound time.Duration) {
+	t, w := m.t, m.watch
+	if !w.waitApplied(t, m.procs, repo.commits["seed"], bound) {
+		t.Fatalf("%s did not apply the seed commit within %s", rec.Tool, bound)
+	}
+	for _, phase := range syncPhases {
+		time.Sleep(settle)
+		before := m.read(true)
+		start := time.Now()
+		commit := repo.push(t, phase, branch)
+		done := w.waitApplied(t, m.procs, commit, bound)
+		after := m.read(false)
+		p := m.between(before, after)
+		p.Finished, p.Seconds = done, bound.Seconds()
+		if at, ok := w.appliedAt(commit); ok && done {
+			p.Seconds = at.Sub(start).Seconds()
+		}
+		rec.Phases[phase] = p
+		t.Logf("%s %s N=%d run %d %s: %s", rec.Part, rec.Tool, rec.N, rec.Run, phase, p.summary())
+	}
 }
 
 // newRecord starts the record of a run of tool in part.
