@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
@@ -397,4 +400,56 @@ spec:
 	if len(synced) != 1 {
 		t.Errorf("Synced Events %q, want the first sync's alone", synced)
 	}
+}
+
+// TestHelmChartLookup renders a template that calls lookup: off by
+// default, it answers nothing, as helm template does; turned on in the
+// release, it reads the cluster, at every sync, since such a render is
+// never kept (a daemon asked to sync the same commit again looks up
+// again).
+func TestHelmChartLookup(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	ctx := context.Background()
+	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "source"}, Data: map[string]string{"color": "blue"}}
+	if _, err := suite.client.CoreV1().ConfigMaps(s.ns).Create(ctx, source, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mirror := func() string {
+		cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(ctx, "mirror", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("ConfigMap mirror: %v", err)
+		}
+		return cm.Data["color"]
+	}
+	release := "apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: mirror}\nspec:\n  path: ../charts/mirror\n"
+	s.repo.commit("mirror chart", map[string]string{
+		"charts/mirror/Chart.yaml": "apiVersion: v2\nname: mirror\nversion: 1.0.0\n",
+		"charts/mirror/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mirror}\n" +
+			`data: {color: {{ dig "data" "color" "none" (lookup "v1" "ConfigMap" .Release.Namespace "source") | quote }}}` + "\n",
+		"apps/mirror.yaml": release,
+	})
+	s.mustSync(t, "--path", "apps")
+	if got := mirror(); got != "none" {
+		t.Errorf("lookup off: mirror's color %q, want none (lookup answers nothing)", got)
+	}
+
+	head := s.repo.commit("lookup on", map[string]string{"apps/mirror.yaml": release + "  lookup: true\n"})
+	s.mustSync(t, "--path", "apps")
+	if got := mirror(); got != "blue" {
+		t.Errorf("lookup on: mirror's color %q, want blue, from ConfigMap source", got)
+	}
+
+	t.Log("the daemon, asked for a sync of the same commit, looks up again: such a render is never kept")
+	kit.StartDaemon(t, s, "--interval", "1s", "--path", "apps")
+	s.waitForCommit(t, head)
+	source.Data["color"] = "green"
+	if _, err := suite.client.CoreV1().ConfigMaps(s.ns).Update(ctx, source, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	request := []byte(`{"metadata":{"annotations":{"` + contract.AnnotationRequestedAt + `":"green"}}}`)
+	if _, err := suite.client.CoreV1().ConfigMaps(s.statusNamespace()).Patch(ctx, "plimsoll-sync-"+s.ns, types.MergePatchType, request, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ConfigMap mirror to turn green", func(context.Context) (bool, error) { return mirror() == "green", nil })
 }
