@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // A HorizontalPodAutoscaler that targets a workload's Deployment owns its
@@ -110,19 +111,15 @@ func (c *Controller) enqueueAutoscaled(obj any) {
 
 // ScaleTarget names the live Deployment that an HPA of Git Deployment
 // ns/name scales (see sync.DeploymentSink): for a blue-green workload the
-// active color (role active), else name. It reads the caches; a controller
-// that does not run (plimsoll diff) asks the API server.
+// Deployment that serves the workload (see workloads.Serving): the active
+// color while the workload is blue-green, else name. It reads the caches;
+// a controller that does not run (plimsoll diff) asks the API server.
 func (c *Controller) ScaleTarget(ctx context.Context, ns, name string) (string, error) {
-	for _, suffix := range colorSuffixes {
-		d, err := c.liveDeployment(ctx, ns, name+suffix)
-		if err != nil {
-			return "", err
-		}
-		if d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
-			return d.Name, nil
-		}
+	d, err := workloads.Serving(name, func(name string) (*appsv1.Deployment, error) { return c.liveDeployment(ctx, ns, name) })
+	if err != nil || d == nil {
+		return name, err
 	}
-	return name, nil
+	return d.Name, nil
 }
 
 // liveDeployment returns Deployment ns/name from the cache, or from the API

@@ -29,14 +29,23 @@ func (bg *blueGreen) deployment(c strategies.Color) *appsv1.Deployment {
 	return bg.blue
 }
 
+// live is the color the active Service selects, "" before the first
+// color goes live: what the planner reads as serving. The role
+// annotation that workload.Serving reads is written by the same plan as
+// the selector (strategies.BlueGreenPlan.Roles).
+func (bg *blueGreen) live() strategies.Color {
+	if bg.active == nil {
+		return ""
+	}
+	return strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
+}
+
 // primary is the Deployment whose annotations carry the workload's state
 // and commands: the active color's, else the one with the newer revision,
 // else the Deployment the workload ran before switching to blue-green.
 func (bg *blueGreen) primary() *appsv1.Deployment {
-	if bg.active != nil {
-		if d := bg.deployment(strategies.Color(bg.active.Spec.Selector[contract.LabelColor])); d != nil {
-			return d
-		}
+	if d := bg.color(bg.live()); d != nil {
+		return d
 	}
 	switch {
 	case bg.blue != nil && bg.green != nil:
@@ -157,17 +166,17 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	}
 	desired := strategies.TemplateHash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
-	active := bg.deployment(strategies.Color(bg.active.Spec.Selector[contract.LabelColor]))
-	if bg.active.Spec.Selector[contract.LabelColor] != "" && c.rewoundByHand(active, bg.w.rsets) && undoneByHand(active, git, recorded, desired) {
+	active := bg.color(bg.live())
+	if active != nil && c.rewoundByHand(active, bg.w.rsets) && undoneByHand(active, git, recorded, desired) {
 		// The active color's template was put back by hand to an earlier
 		// one (`kubectl rollout undo`): Git's revision goes out again, to
 		// the other color, and swaps in as any revision does.
-		c.templateRestored(active, "on "+string(strategies.Color(bg.active.Spec.Selector[contract.LabelColor]).Other()))
+		c.templateRestored(active, "on "+string(bg.live().Other()))
 	}
 	target := strategies.ColorBlue
 	if decision.Action != strategies.RevisionRefused {
 		target = strategies.TargetColor(desired, strategies.BlueGreenObserved{Blue: bg.blue, Green: bg.green,
-			Active: strategies.Color(bg.active.Spec.Selector[contract.LabelColor])})
+			Active: bg.live()})
 	}
 	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
 		live := bg.deployment(color)
@@ -237,7 +246,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if legacy != nil && legacy.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
 		legacy = nil // not a rolling workload's Deployment
 	}
-	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
+	active := bg.live()
 	j := judgement{run: state.Run}
 	if recorded.Phase != strategies.PhaseHealthy || state.Run.Running() {
 		// A revision in flight, or its post-promotion run: its analyses
@@ -303,7 +312,7 @@ func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
 // active Service selects once actions are executed: after a swap the HPA
 // scales what serves. An HPA already on it is nothing to do.
 func (c *Controller) followActive(ctx context.Context, bg *blueGreen, actions []strategies.Action) error {
-	active := strategies.Color(bg.active.Spec.Selector[contract.LabelColor])
+	active := bg.live()
 	for _, a := range actions {
 		if a.Kind == strategies.ActionSelect && a.Service == strategies.ServiceActive && a.Key == contract.LabelColor {
 			active = strategies.Color(a.Value)

@@ -11,6 +11,7 @@ import (
 	"plimsoll.dev/plimsoll/analysis"
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // canary is the live state of a canary workload as read for one step.
@@ -272,15 +273,11 @@ func canaryTemplate(git *appsv1.Deployment) corev1.PodTemplateSpec {
 }
 
 // servingColor returns the color Deployment of workload w that the
-// active Service serves (role active), nil when none does (a blue-green
-// workload whose first color has not gone live).
+// active Service serves (see workloads.ActiveColor), nil when none does (a
+// blue-green workload whose first color has not gone live).
 func servingColor(w *workload) *appsv1.Deployment {
-	for _, suffix := range colorSuffixes {
-		if d := w.deployment(suffix); d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
-			return d
-		}
-	}
-	return nil
+	d, _ := workloads.ActiveColor(w.name, w.lookup) // w.lookup never fails
+	return d
 }
 
 // stableFromColor is the stable Deployment of canary workload git made

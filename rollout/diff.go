@@ -13,6 +13,7 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/takeover"
 	"plimsoll.dev/plimsoll/strategies"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // DiffDeployment returns, for `plimsoll diff`, the live Deployment that
@@ -72,7 +73,7 @@ func (c *Controller) ServingDeployment(ctx context.Context, ns, name string) (*a
 	if err != nil || d != nil {
 		return d, err
 	}
-	d, err = c.servingAs(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, contract.StrategyBlueGreen)
+	d, err = workloads.ActiveColor(name, c.apiLookup(ctx, ns))
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -80,32 +81,22 @@ func (c *Controller) ServingDeployment(ctx context.Context, ns, name string) (*a
 	return d, nil
 }
 
-// servingAs returns the live Deployment that serves Git Deployment git,
-// whose workload has strategy: the active blue-green color, or the
-// namesake, which for rolling must be its primary and for canary its
-// stable Deployment; nil for none.
+// servingAs returns the live Deployment that serves Git Deployment git
+// (see workloads.Serving) when it has the role of strategy there: the
+// active color for blue-green, the primary for rolling, the stable
+// Deployment for canary; nil for none.
 func (c *Controller) servingAs(ctx context.Context, git *appsv1.Deployment, strategy string) (*appsv1.Deployment, error) {
-	if strategy != contract.StrategyBlueGreen {
-		d, err := c.getDeployment(ctx, git.Namespace, git.Name)
-		role := contract.RolePrimary
-		if strategy == contract.StrategyCanary {
-			role = contract.RoleStable
-		}
-		if err != nil || d == nil || d.Annotations[contract.AnnotationRole] != role {
-			return nil, err
-		}
-		return d, nil
+	d, err := workloads.Serving(git.Name, c.apiLookup(ctx, git.Namespace))
+	if err != nil || d == nil || d.Annotations[contract.AnnotationRole] != workloads.ServingRole(strategy) {
+		return nil, err
 	}
-	for _, suffix := range colorSuffixes {
-		d, err := c.getDeployment(ctx, git.Namespace, git.Name+suffix)
-		if err != nil {
-			return nil, err
-		}
-		if d != nil && d.Annotations[contract.AnnotationRole] == contract.RoleActive {
-			return d, nil
-		}
-	}
-	return nil, nil
+	return d, nil
+}
+
+// apiLookup is a workloads.Lookup of the Deployments of namespace ns that
+// reads the API server.
+func (c *Controller) apiLookup(ctx context.Context, ns string) workloads.Lookup {
+	return func(name string) (*appsv1.Deployment, error) { return c.getDeployment(ctx, ns, name) }
 }
 
 // asGit renames blue-green color d to its workload's name and takes the

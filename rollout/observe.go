@@ -75,6 +75,11 @@ func (w *workload) deployment(suffix string) *appsv1.Deployment {
 	return w.deploys[w.name+suffix]
 }
 
+// lookup is a workload.Lookup over w's Deployments.
+func (w *workload) lookup(name string) (*appsv1.Deployment, error) {
+	return w.deploys[name], nil
+}
+
 // colorSuffixes are the suffixes of a blue-green workload's Deployments;
 // sideSuffixes are those of every Deployment a workload runs besides
 // <name>.

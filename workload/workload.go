@@ -107,33 +107,21 @@ func Get(ctx context.Context, client kubernetes.Interface, ns, name string) (Wor
 }
 
 // Describe makes a Workload of the Deployments of workload name in
-// namespace ns (those labelled plimsoll.dev/workload=name): the primary is,
-// in this order, a rolling Deployment marked primary, the canary's stable
-// Deployment, the blue-green color with role active, or the Deployment
-// with the highest revision. ok is false without Deployments. It reads
-// only the Deployments given, so a cache's copies will do.
+// namespace ns (those labelled plimsoll.dev/workload=name): the primary is
+// the Deployment that serves it (see Serving), else the one with the
+// highest revision. ok is false without Deployments. It reads only the
+// Deployments given, so a cache's copies will do.
 func Describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 	if len(deploys) == 0 {
 		return Workload{}, false
 	}
 	w := Workload{Namespace: ns, Name: name, Strategy: contract.StrategyRolling}
-	var primary *appsv1.Deployment
-	best := int64(-1)
-	rank := func(d *appsv1.Deployment) int {
-		switch d.Annotations[contract.AnnotationRole] {
-		case contract.RolePrimary:
-			return 3
-		case contract.RoleStable, contract.RoleActive:
-			return 2
-		}
-		return 1
+	primary, _ := Serving(name, among(deploys)) // among never fails
+	if primary == nil {
+		primary = newest(deploys)
 	}
 	for _, d := range deploys {
 		w.Deployments = append(w.Deployments, d.Name)
-		st, _ := strategies.ReadStatus(d.Annotations)
-		if primary == nil || rank(d) > rank(primary) || (rank(d) == rank(primary) && st.Revision > best) {
-			primary, best = d, st.Revision
-		}
 	}
 	slices.Sort(w.Deployments)
 	switch primary.Annotations[contract.AnnotationRole] {
