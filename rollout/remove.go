@@ -54,15 +54,8 @@ func (c *Controller) RemoveWorkload(ctx context.Context, ns, name string) error 
 			return err
 		}
 	}
-	for _, d := range left {
-		err := c.client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete Deployment %s of workload %s, which left Git: %w", d.Name, name, err)
-		}
-		c.forgetDeployment(ns, d.Name)
-		c.log.Info("deleted a Deployment of a workload that left Git", "workload", ns+"/"+name, "deployment", d.Name)
-	}
-	return nil
+	_, err = c.deleteDeployments(ctx, ns, name, "of workload "+name+", which left Git", nil, left)
+	return err
 }
 
 // dropWorkloadKeys removes the selector keys a strategy adds from Service

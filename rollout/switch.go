@@ -181,19 +181,30 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload, live *a
 // deploys is gone; the others are looked at again when the endpoints
 // change (their events queue the workload).
 func (c *Controller) retireDeployments(ctx context.Context, w *workload, keep int32, deploys ...*appsv1.Deployment) (bool, error) {
+	return c.deleteDeployments(ctx, w.ns, w.name, "of the previous strategy", func(d *appsv1.Deployment) bool { return c.unneeded(w, d, keep) }, deploys)
+}
+
+// deleteDeployments deletes the Deployments deploys of workload ns/name
+// for which gone holds (nil: all of them), each on the condition that it
+// is still the object read (its UID), and forgets them; why says which
+// they are, in errors and logs. It reports whether every one is deleted.
+// It is the one way a workload's Deployment is deleted: by a switch of
+// strategy (retireDeployments) or by the workload leaving Git
+// (RemoveWorkload).
+func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string, gone func(*appsv1.Deployment) bool, deploys []*appsv1.Deployment) (bool, error) {
 	done := true
 	for _, d := range deploys {
-		if !c.unneeded(w, d, keep) {
+		if gone != nil && !gone(d) {
 			done = false
 			continue
 		}
-		err := c.client.AppsV1().Deployments(w.ns).Delete(ctx, d.Name, metav1.DeleteOptions{
+		err := c.client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &d.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("delete Deployment %s of the previous strategy: %w", d.Name, err)
+			return false, fmt.Errorf("delete Deployment %s %s: %w", d.Name, why, err)
 		}
-		c.forgetDeployment(w.ns, d.Name)
-		c.log.Info("retired a Deployment of the previous strategy", "workload", w.ns+"/"+w.name, "deployment", d.Name)
+		c.forgetDeployment(ns, d.Name)
+		c.log.Info("deleted a Deployment "+why, "workload", ns+"/"+name, "deployment", d.Name)
 	}
 	return done, nil
 }
