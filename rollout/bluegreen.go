@@ -266,16 +266,16 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
 		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
-		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
+		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
 		Analysis: j.specs, Run: j.run,
 	})
 	state.ScaleDownAt, state.Run = plan.ScaleDownAt, plan.Run
 	out := outcome{cmd: cmd, acted: plan.Acted,
-		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.abort}
+		rolledBack: newlyFailed(recorded, plan.Status) && desired.AutoRollback && !cmd.Abort}
 	if plan.Pending {
-		out.cmd = command{} // no Event until it acts
+		out.cmd = strategies.Commanded{} // no Event until it acts
 	}
-	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.name,
+	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.Name,
 		services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
 		repairs:  map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
 		written: func() {

@@ -211,7 +211,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		ServiceSelectsServing: cy.service.Spec.Selector[contract.LabelServing] == "true",
 		ServiceReady:          cy.w.ready[cy.service.Name],
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
-		Promote: cmd.promote, Abort: cmd.abort, Now: c.clock.Now(),
+		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
 	}
 	all := func(*corev1.Pod) bool { return true }
 	observed.Pods = podStates(cy.w.canaryPods(), all)
@@ -243,10 +243,10 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	repair := !observed.ServiceSelectsServing && !cy.w.hasAny(colorSuffixes) && (recorded.Phase == strategies.PhaseHealthy || observed.Step > 0)
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
 		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
-		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.name,
+		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.Name,
 		written: func() {
 			c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
-				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.abort})
+				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.Abort})
 			c.reportAnalysis(cy.stable, before, plan.Run, j.taken, j.specs)
 		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {

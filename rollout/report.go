@@ -15,7 +15,7 @@ import (
 // acted on (and what the planner said it did), and whether it rolled a
 // failed revision back on its own.
 type outcome struct {
-	cmd        command
+	cmd        strategies.Commanded
 	acted      string
 	rolledBack bool
 }
@@ -36,9 +36,9 @@ func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, s
 			"commit", short(status.Commit), "phase", string(status.Phase), "message", status.Message)
 	}
 	c.metrics.observe(obj.Namespace, name, strategy, status, time.Now())
-	if out.cmd.name != "" {
-		c.metrics.command(out.cmd.name)
-		c.eventFor(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.name, out.cmd.describe(out.acted)))
+	if out.cmd.Name != "" {
+		c.metrics.command(out.cmd.Name)
+		c.eventFor(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.Name, out.cmd.Describe(out.acted)))
 	}
 	switch {
 	case out.rolledBack:

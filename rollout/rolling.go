@@ -318,35 +318,23 @@ func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *a
 	return err
 }
 
+// command acts on command cmd on rolling Deployment live, recorded its
+// status (see strategies.ApplyCommand): pause and resume are the
+// Deployment's own spec.paused, and the command is cleared in the same
+// write.
 func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
+	run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
+	done := strategies.ApplyCommand(cmd, strategies.Held{Status: recorded, Paused: live.Spec.Paused, Run: run}, false)
 	updated := live.DeepCopy()
 	delete(updated.Annotations, contract.AnnotationCommand)
-	var did string
-	switch strings.TrimSpace(cmd) {
-	case contract.CommandPause:
-		updated.Spec.Paused, did = true, "paused"
-	case contract.CommandResume:
-		updated.Spec.Paused, did = false, "resumed"
-	case contract.CommandRetry:
-		writeStatus(updated, strategies.Retry(recorded))
-		setRun(updated, nil) // the failed verification goes with the failed hash
-		did = "cleared the failed template; the Git template goes out again"
-	case contract.CommandPromote, contract.CommandAbort:
-		promote := strings.TrimSpace(cmd) == contract.CommandPromote
-		run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
-		decided := run.Decide(recorded.Hash, promote)
-		setRun(updated, decided)
-		switch {
-		case decided == run:
-			did = "nothing to " + strings.TrimSpace(cmd) + ": no verification is running or inconclusive"
-		case promote:
-			did = fmt.Sprintf("accepted the verification of revision %d", recorded.Revision)
-		default:
-			did = fmt.Sprintf("failed the verification of revision %d", recorded.Revision)
-		}
-	default:
-		did = fmt.Sprintf("ignored unknown command %q (want pause, resume, retry, promote or abort)", cmd)
+	updated.Spec.Paused = done.Held.Paused
+	if done.Held.Status != recorded {
+		writeStatus(updated, done.Held.Status)
 	}
+	if done.Held.Run != run {
+		setRun(updated, done.Held.Run)
+	}
+	did := done.Describe("")
 	out, err := c.patchDeployment(ctx, live, updated, updated.Spec.Paused != live.Spec.Paused)
 	if err != nil {
 		return fmt.Errorf("act on command %q: %w", cmd, err)

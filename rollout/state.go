@@ -1,9 +1,7 @@
 package rollout
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -87,56 +85,14 @@ func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
 	}
 }
 
-// command is a command found on a workload, with what it asks of the plan.
-type command struct {
-	name           string
-	promote, abort bool
-}
-
-// readCommand reads the command on the workload's primary Deployment and
-// applies pause, resume and retry to the state and status (they need no
-// plan); promote and abort are for the planner.
-func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadState) command {
-	if primary == nil {
-		return command{}
-	}
-	cmd := command{name: strings.TrimSpace(primary.Annotations[contract.AnnotationCommand])}
-	switch cmd.name {
-	case contract.CommandPause:
-		s.Paused = true
-	case contract.CommandResume:
-		s.Paused = false
-	case contract.CommandRetry:
-		// The failed run goes with the failed hash: a retry judges the
-		// revision afresh.
-		*st = strategies.Retry(*st)
-		s.Run = nil
-	case contract.CommandPromote:
-		cmd.promote = true
-	case contract.CommandAbort:
-		cmd.abort = true
-	}
+// readCommand reads the command on a progressive workload's primary
+// Deployment and applies it to the recorded status and state (see
+// strategies.ApplyCommand); promote and abort are for the planner.
+func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadState) strategies.Commanded {
+	cmd := strategies.ApplyCommand(annotationsOf(primary)[contract.AnnotationCommand],
+		strategies.Held{Status: *st, Paused: s.Paused, Run: s.Run}, true)
+	*st, s.Paused, s.Run = cmd.Held.Status, cmd.Held.Paused, cmd.Held.Run
 	return cmd
-}
-
-// describe says what a command did, for its Event: the planner's account
-// for promote and abort, else a fixed one.
-func (cmd command) describe(acted string) string {
-	switch {
-	case acted != "":
-		return acted
-	case cmd.name == contract.CommandPause:
-		return "paused"
-	case cmd.name == contract.CommandResume:
-		return "resumed"
-	case cmd.name == contract.CommandRetry:
-		return "cleared the failed template; the Git template goes out again"
-	case cmd.promote:
-		return "nothing to promote"
-	case cmd.abort:
-		return "nothing to abort"
-	}
-	return fmt.Sprintf("ignored unknown command %q (want promote, abort, retry, pause or resume)", cmd.name)
 }
 
 // writeStatus replaces the status annotations of d with s's.

@@ -1,0 +1,93 @@
+package strategies
+
+import (
+	"fmt"
+	"strings"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// Held is what a command acts on before any plan: the recorded status,
+// whether the rollout is paused (a rolling Deployment's spec.paused, a
+// progressive workload's plimsoll.dev/paused) and the analysis run.
+type Held struct {
+	Status Status
+	Paused bool
+	Run    *AnalysisRun
+}
+
+// Commanded is a command read and applied to what it holds: the same
+// rules for the three strategies, so that a command reads alike on each.
+type Commanded struct {
+	// Name is the command as written, trimmed; "" for none.
+	Name string
+	// Held is the status, pause and run after the command.
+	Held Held
+	// Promote and Abort are for a progressive planner, which decides
+	// what they do at the stage the rollout is at. A rolling workload
+	// has no stages: ApplyCommand decides its verification at once.
+	Promote, Abort bool
+	// Did is what the command did, for its Event; "" while a progressive
+	// planner is still to say (see Describe).
+	Did string
+}
+
+// ApplyCommand applies command name to held, for a progressive strategy
+// or not:
+//
+//   - pause and resume set Paused;
+//   - retry clears the failed hash (see Retry) and the failed analysis
+//     run with it, so that the revision is judged afresh;
+//   - promote and abort go to a progressive planner; on a rolling
+//     workload they accept or fail the verification of the revision
+//     that runs (see AnalysisRun.Decide), the one thing there is to
+//     decide;
+//   - anything else is ignored, and its Event says so.
+func ApplyCommand(name string, held Held, progressive bool) Commanded {
+	c := Commanded{Name: strings.TrimSpace(name), Held: held}
+	switch c.Name {
+	case "":
+	case contract.CommandPause:
+		c.Held.Paused, c.Did = true, "paused"
+	case contract.CommandResume:
+		c.Held.Paused, c.Did = false, "resumed"
+	case contract.CommandRetry:
+		c.Held.Status, c.Held.Run = Retry(held.Status), nil
+		c.Did = "cleared the failed template; the Git template goes out again"
+	case contract.CommandPromote, contract.CommandAbort:
+		promote := c.Name == contract.CommandPromote
+		if progressive {
+			c.Promote, c.Abort = promote, !promote
+			break
+		}
+		c.Held.Run = held.Run.Decide(held.Status.Hash, promote)
+		switch {
+		case c.Held.Run == held.Run:
+			c.Did = "nothing to " + c.Name + ": no verification is running or inconclusive"
+		case promote:
+			c.Did = fmt.Sprintf("accepted the verification of revision %d", held.Status.Revision)
+		default:
+			c.Did = fmt.Sprintf("failed the verification of revision %d", held.Status.Revision)
+		}
+	default:
+		c.Did = fmt.Sprintf("ignored unknown command %q (want pause, resume, retry, promote or abort)", c.Name)
+	}
+	return c
+}
+
+// Describe says what the command did, for its Event: what ApplyCommand
+// said, else the planner's account acted of a promote or an abort, else
+// that there was nothing to do.
+func (c Commanded) Describe(acted string) string {
+	switch {
+	case c.Did != "":
+		return c.Did
+	case acted != "":
+		return acted
+	case c.Promote:
+		return "nothing to promote"
+	case c.Abort:
+		return "nothing to abort"
+	}
+	return ""
+}
