@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // Keys, values, reasons and defaults of the rollout controller. The
@@ -28,7 +29,7 @@ import (
 const (
 	// AnnotationChangeCause is what `kubectl rollout history` lists; the
 	// controller sets it to "<short commit> <subject>".
-	AnnotationChangeCause = "kubernetes.io/change-cause"
+	AnnotationChangeCause = strategies.AnnotationChangeCause
 
 	// DefaultScaleDownDelay is how long the old blue-green color stays up
 	// without plimsoll.dev/scale-down-delay.

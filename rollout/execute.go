@@ -91,35 +91,14 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if a.Paused != nil {
 		want.Spec.Paused = *a.Paused
 	}
-	switch a.Template {
-	case strategies.StableServing:
-		// The workload label too: an adopted Deployment's template lacks
-		// it, and the stable pods must be in the caches.
-		setLabel(&want.Spec.Template.ObjectMeta, contract.LabelServing, "true")
-		setLabel(&want.Spec.Template.ObjectMeta, contract.LabelWorkload, x.w.name)
-	case strategies.StablePromote:
-		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
-			t := *canary.Spec.Template.DeepCopy()
-			delete(t.Labels, contract.LabelTrack)
-			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
-			want.Spec.Template = strategies.Stamp(t)
-			// The stable Deployment's new ReplicaSet is the canary's
-			// commit in `kubectl rollout history`.
-			keepAnnotation(want, canary, AnnotationChangeCause)
-		}
-		want.Spec.Strategy = strategies.Surge(want.Spec.Strategy)
-	case strategies.StableHandOver:
-		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
-			// The canary's very template: the stable's new ReplicaSet
-			// then selects the canary's pods (see
-			// strategies.planHandOver).
-			want.Spec.Template = *canary.Spec.Template.DeepCopy()
-			keepAnnotation(want, canary, AnnotationChangeCause)
-		}
-	case strategies.StableSettle:
-		if canary := x.w.deployment(contract.SuffixCanary); canary != nil {
-			want.Spec.Strategy = *canary.Spec.Strategy.DeepCopy()
-		}
+	if a.Template != nil {
+		want.Spec.Template = *a.Template.DeepCopy()
+	}
+	if a.Strategy != nil {
+		want.Spec.Strategy = *a.Strategy.DeepCopy()
+	}
+	if a.ChangeCause != "" {
+		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, a.ChangeCause)
 	}
 	if err := c.writeDeployment(ctx, x.w.cached(live), want); err != nil {
 		return err

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -64,8 +65,14 @@ type Action struct {
 	Replicas *int32
 	// Role, when set, is the plimsoll.dev/role the write gives it.
 	Role Role
-	// Template says what becomes of the stable template (canary only).
-	Template StableTemplate
+	// Template, when set, is the pod template the write gives it.
+	Template *corev1.PodTemplateSpec
+	// Strategy, when set, is the update strategy the write gives it.
+	Strategy *appsv1.DeploymentStrategy
+	// ChangeCause, when set, is the kubernetes.io/change-cause the write
+	// gives it: what `kubectl rollout history` lists for its new
+	// ReplicaSet.
+	ChangeCause string
 	// ClearCommand drops plimsoll.dev/command in the same write: the
 	// command was acted on in this plan.
 	ClearCommand bool
@@ -116,8 +123,8 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 		actions = append(actions, Action{Kind: ActionSelect, Service: ServiceCanary, Key: contract.LabelServing, Value: "true",
 			Drop: []string{contract.LabelColor}, Keep: n})
 	}
-	actions = append(actions, Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
-		Replicas: plan.StableReplicas, Template: plan.Stable, ClearCommand: true})
+	actions = append(actions, stableWrite(Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
+		Replicas: plan.StableReplicas, ClearCommand: true}, plan.Stable, o))
 	switch {
 	case plan.DeleteCanary:
 		actions = append(actions, Action{Kind: ActionDelete, Deployment: contract.SuffixCanary})
@@ -136,6 +143,56 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 	}
 	pods(ActionDeletePod, plan.DeletePods)
 	return actions
+}
+
+// stableWrite is write, the stable Deployment's, with what t makes of
+// its template and strategy:
+//
+//   - StableServing: its own template labelled serving and with the
+//     workload's label (an adopted Deployment's template lacks it, and
+//     the stable pods must be in the caches);
+//   - StablePromote: the canary's template without its track, labelled
+//     serving, under a surge strategy; its change cause is the canary's,
+//     so that its new ReplicaSet is the canary's commit in `kubectl
+//     rollout history`;
+//   - StableHandOver: the canary's very template, so that the stable's
+//     new ReplicaSet selects the canary's pods (see planHandOver), and
+//     the canary's change cause;
+//   - StableSettle: Git's strategy again, which the canary holds.
+func stableWrite(write Action, t StableTemplate, o CanaryObserved) Action {
+	stable, canary := o.Stable, o.Canary
+	switch {
+	case t == StableServing && stable != nil:
+		tpl := *stable.Spec.Template.DeepCopy()
+		setTemplateLabel(&tpl, contract.LabelServing, "true")
+		setTemplateLabel(&tpl, contract.LabelWorkload, stable.Name)
+		write.Template = &tpl
+	case t == StablePromote && stable != nil:
+		if canary != nil {
+			tpl := *canary.Spec.Template.DeepCopy()
+			delete(tpl.Labels, contract.LabelTrack)
+			setTemplateLabel(&tpl, contract.LabelServing, "true")
+			tpl = Stamp(tpl)
+			write.Template, write.ChangeCause = &tpl, canary.Annotations[AnnotationChangeCause]
+		}
+		surge := Surge(stable.Spec.Strategy)
+		write.Strategy = &surge
+	case t == StableHandOver && canary != nil:
+		tpl := *canary.Spec.Template.DeepCopy()
+		write.Template, write.ChangeCause = &tpl, canary.Annotations[AnnotationChangeCause]
+	case t == StableSettle && canary != nil:
+		strategy := *canary.Spec.Strategy.DeepCopy()
+		write.Strategy = &strategy
+	}
+	return write
+}
+
+// setTemplateLabel sets label key=value on template t.
+func setTemplateLabel(t *corev1.PodTemplateSpec, key, value string) {
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[key] = value
 }
 
 // sequenceBlueGreen lists the actions of a blue-green plan: the colors'

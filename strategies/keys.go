@@ -22,6 +22,11 @@ const (
 	// AnnotationDeploymentRevision is the Deployment controller's revision
 	// of a ReplicaSet: 1, 2, 3... in the order its templates went live.
 	AnnotationDeploymentRevision = "deployment.kubernetes.io/revision"
+	// AnnotationChangeCause is what `kubectl rollout history` lists for a
+	// revision; the rollout controller sets it to "<short commit>
+	// <subject>", and a promotion carries it from the canary to the
+	// stable Deployment.
+	AnnotationChangeCause = "kubernetes.io/change-cause"
 
 	// ReasonProgressDeadlineExceeded is the reason of a Progressing=False
 	// condition: the new ReplicaSet made no progress for
