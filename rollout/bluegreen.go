@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -262,12 +263,14 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		}
 	}
 	before := state.Run
+	autoscaler, scaled := c.autoscalerOf(ns, name, name+contract.SuffixBlue, name+contract.SuffixGreen)
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
 		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
 		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
 		Analysis: j.specs, Run: j.run,
+		Autoscaled: autoscaler != nil, ScaleTarget: strings.TrimPrefix(scaled, name),
 	})
 	state.ScaleDownAt, state.Run = plan.ScaleDownAt, plan.Run
 	out := outcome{cmd: cmd, acted: plan.Acted,
@@ -276,16 +279,14 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		out.cmd = strategies.Commanded{} // no Event until it acts
 	}
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.Name,
-		services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
-		repairs:  map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
+		services:   map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
+		autoscaler: autoscaler,
+		repairs:    map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
 		written: func() {
 			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 			c.reportAnalysis(primary, before, plan.Run, j.taken, j.specs)
 		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
-		return err
-	}
-	if err := c.followActive(ctx, bg, plan.Actions); err != nil {
 		return err
 	}
 	if err := c.retireBefore(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), replicas, primary, contract.SuffixCanary); err != nil {
@@ -306,27 +307,6 @@ func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
 		return specReplicas(d), true
 	}
 	return 0, false
-}
-
-// followActive points the HPA of a blue-green workload at the color the
-// active Service selects once actions are executed: after a swap the HPA
-// scales what serves. An HPA already on it is nothing to do.
-func (c *Controller) followActive(ctx context.Context, bg *blueGreen, actions []strategies.Action) error {
-	active := bg.live()
-	for _, a := range actions {
-		if a.Kind == strategies.ActionSelect && a.Service == strategies.ServiceActive && a.Key == contract.LabelColor {
-			active = strategies.Color(a.Value)
-		}
-	}
-	to := bg.color(active)
-	if to == nil {
-		return nil
-	}
-	h, from := c.autoscalerOf(bg.ns, bg.name, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen)
-	if h == nil || from == to.Name {
-		return nil
-	}
-	return c.retarget(ctx, h, to.Name)
 }
 
 // legacyStrategy names the strategy Deployment <name> (d) serves a

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,6 +29,9 @@ type execution struct {
 	// command on it that the plan acted on, "" for none.
 	primary *appsv1.Deployment
 	command string
+	// autoscaler is the workload's HorizontalPodAutoscaler, nil for
+	// none: an ActionRetarget points it elsewhere.
+	autoscaler *autoscalingv2.HorizontalPodAutoscaler
 	// written, when set, is called once the primary has been written: it
 	// reports the plan (Events, metrics, log), so that a failed write
 	// after it cannot lose the command's Event.
@@ -63,6 +67,10 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			err = c.deleteDeployment(ctx, x.w, x.w.name+a.Deployment)
 		case strategies.ActionDeletePod:
 			err = c.deletePod(ctx, x.w, a.Pod)
+		case strategies.ActionRetarget:
+			if x.autoscaler != nil {
+				err = c.retarget(ctx, x.autoscaler, x.w.name+a.Deployment)
+			}
 		}
 		if err != nil {
 			return err

@@ -1,6 +1,8 @@
 package strategies
 
 import (
+	"cmp"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,6 +36,9 @@ const (
 	// ActionDeleteReplicaSet deletes the ReplicaSet ReplicaSet and its
 	// pods.
 	ActionDeleteReplicaSet
+	// ActionRetarget points the workload's HorizontalPodAutoscaler at its
+	// Deployment Deployment.
+	ActionRetarget
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -260,6 +265,11 @@ func sequenceBlueGreen(plan BlueGreenPlan, o BlueGreenObserved, total int32) (ac
 	}
 	if swaps && !plan.Pending {
 		actions = append(actions, Action{Kind: ActionClearCommand})
+	}
+	// The HPA scales what serves: the color the Service selects once the
+	// swap is made.
+	if to := cmp.Or(plan.Active, o.Active); o.Autoscaled && to != "" && o.Deployment(to) != nil && o.ScaleTarget != to.Suffix() {
+		actions = append(actions, Action{Kind: ActionRetarget, Deployment: to.Suffix()})
 	}
 	if l := o.Legacy; plan.LegacyReplicas != nil && l != nil && liveReplicas(l) != *plan.LegacyReplicas {
 		if served(l.Name) {

@@ -50,6 +50,11 @@ type BlueGreenObserved struct {
 	// Run is the recorded analysis run, with this reconcile's measurements
 	// folded in; nil when none was recorded.
 	Run *AnalysisRun
+	// Autoscaled is whether a HorizontalPodAutoscaler scales the
+	// workload; ScaleTarget is the suffix of the Deployment it targets:
+	// "" for <name> (before the first swap), or a color's.
+	Autoscaled  bool
+	ScaleTarget string
 	// Now is the time of planning.
 	Now time.Time
 }
