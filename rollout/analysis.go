@@ -148,7 +148,7 @@ func (c *Controller) judgeRolling(ctx context.Context, live *appsv1.Deployment, 
 		return judgement{}, nil
 	}
 	run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
-	if recorded.Phase == strategies.PhaseHealthy && recorded.Hash == hash && !run.Running() {
+	if !strategies.Judging(recorded, hash, run) {
 		return judgement{run: run}, nil
 	}
 	return c.judge(ctx, live, annotations, run, analysis.Builtins{Workload: live.Name, Namespace: live.Namespace,

@@ -249,13 +249,11 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	}
 	active := bg.live()
 	j := judgement{run: state.Run}
-	if recorded.Phase != strategies.PhaseHealthy || state.Run.Running() {
-		// A revision in flight, or its post-promotion run: its analyses
-		// judge it.
-		stable := ""
-		if d := bg.color(active); d != nil {
-			stable = strategies.LiveHash(d.Spec.Template)
-		}
+	stable := ""
+	if d := bg.color(active); d != nil {
+		stable = strategies.LiveHash(d.Spec.Template)
+	}
+	if strategies.Judging(recorded, stable, state.Run) {
 		j, err = c.judge(ctx, primary, primary.Annotations, state.Run, analysis.Builtins{Workload: name, Namespace: ns, Service: bg.active.Name,
 			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: stable})
 		if err != nil {

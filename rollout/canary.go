@@ -221,8 +221,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	// revision's first run replaces it.
 	j := judgement{run: state.Run}
 	observed.Run = state.Run
-	if strategies.LiveHash(cy.stable.Spec.Template) != recorded.Hash {
-		// A revision in flight: its analyses judge it.
+	if strategies.Judging(recorded, strategies.LiveHash(cy.stable.Spec.Template), state.Run) {
 		j, err = c.judge(ctx, cy.stable, cy.stable.Annotations, state.Run, analysis.Builtins{Workload: cy.name, Namespace: cy.ns, Service: cy.service.Name,
 			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: strategies.LiveHash(cy.stable.Spec.Template)})
 		if err != nil {

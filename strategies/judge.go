@@ -25,6 +25,16 @@ const analysisRetry = time.Second
 // stageOf names the analysis stage of canary step k (from 0): "step 1".
 func stageOf(k int) string { return fmt.Sprintf("step %d", k+1) }
 
+// Judging reports whether a workload's analyses judge its recorded
+// revision, for all three strategies: while the revision is in flight (not
+// Healthy, or not yet what serves: serving is the hash of the template
+// that does) or its run still runs (a blue-green post-promotion run goes
+// on after the swap). The caller reads and binds the analyses, and takes
+// the measurements due, only then.
+func Judging(recorded Status, serving string, run *AnalysisRun) bool {
+	return recorded.Phase != PhaseHealthy || recorded.Hash != serving || run.Running()
+}
+
 // analysisFailure says why run fails the revision of hash, "" when it
 // does not: the workload has analyses, and run is theirs for that
 // revision and failed.

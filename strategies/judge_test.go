@@ -184,3 +184,31 @@ func checkRun(t *testing.T, run *AnalysisRun, stage string, verdict Verdict) {
 		t.Errorf("run %+v, want stage %q verdict %s", run, stage, verdict)
 	}
 }
+
+// TestJudging: a workload's analyses judge its revision while it is in
+// flight or its run runs, and not once it serves Healthy with its run
+// decided.
+func TestJudging(t *testing.T) {
+	healthy := Status{Phase: PhaseHealthy, Revision: 4, Hash: h4}
+	running := &AnalysisRun{Hash: h4, Verdict: VerdictRunning}
+	decided := &AnalysisRun{Hash: h4, Verdict: VerdictSuccessful}
+	tests := []struct {
+		name     string
+		recorded Status
+		serving  string
+		run      *AnalysisRun
+		want     bool
+	}{
+		{"Healthy, serving, run decided", healthy, h4, decided, false},
+		{"Healthy, serving, no run", healthy, h4, nil, false},
+		{"Healthy, its post-promotion run runs", healthy, h4, running, true},
+		{"Progressing", Status{Phase: PhaseProgressing, Revision: 4, Hash: h4}, h4, nil, true},
+		{"Paused at a canary step", Status{Phase: PhasePaused, Revision: 4, Hash: h4}, h3, nil, true},
+		{"recorded, not serving yet", healthy, h3, decided, true},
+	}
+	for _, tt := range tests {
+		if got := Judging(tt.recorded, tt.serving, tt.run); got != tt.want {
+			t.Errorf("%s: Judging = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
