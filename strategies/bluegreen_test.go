@@ -3,9 +3,9 @@ package strategies
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
