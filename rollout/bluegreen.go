@@ -10,6 +10,7 @@ import (
 
 	"plimsoll.dev/plimsoll/analysis"
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -165,7 +166,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	if n, ok := c.blueGreenCount(bg); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
-	desired := strategies.TemplateHash(git.Spec.Template)
+	desired := podtemplate.Hash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
 	active := bg.color(bg.live())
 	if active != nil && c.rewoundByHand(active, bg.w.rsets) && undoneByHand(active, git, recorded, desired) {
@@ -251,7 +252,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	j := judgement{run: state.Run}
 	stable := ""
 	if d := bg.color(active); d != nil {
-		stable = strategies.LiveHash(d.Spec.Template)
+		stable = podtemplate.LiveHash(d.Spec.Template)
 	}
 	if strategies.Judging(recorded, stable, state.Run) {
 		j, err = c.judge(ctx, primary, primary.Annotations, state.Run, analysis.Builtins{Workload: name, Namespace: ns, Service: bg.active.Name,

@@ -10,6 +10,7 @@ import (
 
 	"plimsoll.dev/plimsoll/analysis"
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 	workloads "plimsoll.dev/plimsoll/workload"
 )
@@ -105,7 +106,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	if n, ok := c.autoscaledCount(cy.stable); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
-	desired := strategies.TemplateHash(git.Spec.Template)
+	desired := podtemplate.Hash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, commit)
 	if decision.Action == strategies.RevisionNew {
 		state.Step, state.StepSince = 0, time.Time{}
@@ -221,9 +222,9 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	// revision's first run replaces it.
 	j := judgement{run: state.Run}
 	observed.Run = state.Run
-	if strategies.Judging(recorded, strategies.LiveHash(cy.stable.Spec.Template), state.Run) {
+	if strategies.Judging(recorded, podtemplate.LiveHash(cy.stable.Spec.Template), state.Run) {
 		j, err = c.judge(ctx, cy.stable, cy.stable.Annotations, state.Run, analysis.Builtins{Workload: cy.name, Namespace: cy.ns, Service: cy.service.Name,
-			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: strategies.LiveHash(cy.stable.Spec.Template)})
+			Revision: recorded.Revision, Hash: recorded.Hash, StableHash: podtemplate.LiveHash(cy.stable.Spec.Template)})
 		if err != nil {
 			return c.markInvalid(ctx, cy.w, err, nil, cy.stable, cy.canary)
 		}
@@ -298,7 +299,7 @@ func stableFromColor(live, git, color *appsv1.Deployment, replicas int32) *appsv
 		stable.Spec.Replicas = &replicas
 		stable.Spec.Paused = false
 	}
-	setAnnotation(&stable.Spec.Template.ObjectMeta, contract.AnnotationTemplateHash, strategies.LiveHash(color.Spec.Template))
+	setAnnotation(&stable.Spec.Template.ObjectMeta, contract.AnnotationTemplateHash, podtemplate.LiveHash(color.Spec.Template))
 	keepAnnotation(stable, color, AnnotationChangeCause)
 	return stable
 }

@@ -26,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -223,7 +224,7 @@ func (k *cluster) settle() {
 	// The Deployment and ReplicaSet controllers.
 	for _, name := range slices.Sorted(maps.Keys(deploys)) {
 		d := deploys[name]
-		hash := strategies.TemplateHash(d.Spec.Template)
+		hash := podtemplate.Hash(d.Spec.Template)
 		current := d.Name + "-" + hash
 		n := *d.Spec.Replicas
 		if rsets[current] == nil && !d.Spec.Paused {

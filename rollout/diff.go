@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/internal/takeover"
 	"plimsoll.dev/plimsoll/strategies"
 	workloads "plimsoll.dev/plimsoll/workload"
@@ -149,7 +150,7 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 	if err != nil {
 		return nil, false, err
 	}
-	hash := strategies.TemplateHash(git.Spec.Template)
+	hash := podtemplate.Hash(git.Spec.Template)
 	strategy := strategyName(git.Annotations)
 	if strategy == contract.StrategyRolling {
 		kept := map[string]string{}
@@ -166,9 +167,9 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		want.ManagedFields = nil
 		want.Spec.Replicas = git.Spec.Replicas
 	}
-	newRevision := hash != st.FailedHash && hash != st.Hash && hash != strategies.LiveHash(live.Spec.Template)
+	newRevision := hash != st.FailedHash && hash != st.Hash && hash != podtemplate.LiveHash(live.Spec.Template)
 	byHand := stampedWith(live, hash) && !keepsHandEdits(git, live) &&
-		(!strategies.TemplateHolds(live.Spec.Template, git.Spec.Template) ||
+		(!podtemplate.Holds(live.Spec.Template, git.Spec.Template) ||
 			handOwned(live, takeover.ByHandUnder(live.ManagedFields, "spec", "template")))
 	if newRevision || byHand {
 		// Git's template as the rollout leaves it: rolled out, the canary

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -68,10 +69,10 @@ func TestDiffWrite(t *testing.T) {
 	rolling, canary := map[string]string(nil), map[string]string{contract.AnnotationStrategy: contract.StrategyCanary}
 	blueGreen := map[string]string{contract.AnnotationStrategy: contract.StrategyBlueGreen}
 	v1 := diffGit("web:v1", nil).Spec.Template
-	healthy := strategies.Status{Phase: strategies.PhaseHealthy, Revision: 1, Hash: strategies.TemplateHash(v1),
-		StableHash: strategies.TemplateHash(v1), Commit: "feedface", Message: "revision 1 is Healthy"}
+	healthy := strategies.Status{Phase: strategies.PhaseHealthy, Revision: 1, Hash: podtemplate.Hash(v1),
+		StableHash: podtemplate.Hash(v1), Commit: "feedface", Message: "revision 1 is Healthy"}
 	failed := healthy
-	failed.Phase, failed.FailedHash = strategies.PhaseDegraded, strategies.TemplateHash(diffGit("web:v2", nil).Spec.Template)
+	failed.Phase, failed.FailedHash = strategies.PhaseDegraded, podtemplate.Hash(diffGit("web:v2", nil).Spec.Template)
 	kept := map[string]string{contract.AnnotationStrategy: contract.StrategyCanary, contract.AnnotationKubectlEdits: contract.KubectlEditsKept}
 	serving := map[string]string{contract.LabelServing: "true"}
 	green := map[string]string{contract.LabelColor: "green"}
@@ -121,7 +122,7 @@ func TestDiffWrite(t *testing.T) {
 		{name: "canary, Git's template rolling out", annotations: canary, image: "web:v2", replace: true,
 			live: func(g *appsv1.Deployment) *appsv1.Deployment {
 				progressing := healthy
-				progressing.Phase, progressing.Revision, progressing.Hash = strategies.PhaseProgressing, 2, strategies.TemplateHash(g.Spec.Template)
+				progressing.Phase, progressing.Revision, progressing.Hash = strategies.PhaseProgressing, 2, podtemplate.Hash(g.Spec.Template)
 				return diffLive(diffGit("web:v1", canary), "web", contract.RoleStable, serving, progressing)
 			},
 			wantImage: "web:v1", wantCause: "feedfac v1", wantLabel: serving, wantReplica: 4},

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -69,7 +70,7 @@ func (c *Controller) outcomeOf(in intent) Outcome {
 		}
 	}
 	o.Phase, o.Message = best.Phase, best.Message
-	want := strategies.TemplateHash(git.Spec.Template)
+	want := podtemplate.Hash(git.Spec.Template)
 	o.Ended = best.Phase == strategies.PhaseDegraded || (best.Phase == strategies.PhaseHealthy && best.Hash == want)
 	return o
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/internal/takeover"
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -22,7 +23,7 @@ const ReasonTemplateRestored = "TemplateRestored"
 
 // runsGit reports whether Deployment d runs Git's template as it was
 // written: stamped with desired, the hash of git's template, still holding
-// every field git sets (see strategies.TemplateHolds), and no field of it
+// every field git sets (see podtemplate.Holds), and no field of it
 // owned by kubectl (see handEdits). A template changed by hand (`kubectl
 // set image`, `kubectl set env`, `kubectl set resources`, `kubectl edit`)
 // keeps the stamp it was written with, so the hash alone reads as Git's;
@@ -68,10 +69,10 @@ func (c *Controller) restoring(live, want *appsv1.Deployment) bool {
 }
 
 // stampedWith reports whether d's template reads as hash (see
-// strategies.LiveHash). Once runsGit has said no, such a template was
+// podtemplate.LiveHash). Once runsGit has said no, such a template was
 // changed by hand: Git's revision, not a new one, goes out again.
 func stampedWith(d *appsv1.Deployment, hash string) bool {
-	return d != nil && strategies.LiveHash(d.Spec.Template) == hash
+	return d != nil && podtemplate.LiveHash(d.Spec.Template) == hash
 }
 
 func keepsKubectlEdits(annotations map[string]string) bool {
@@ -115,7 +116,7 @@ func (t *templateChecks) runs(d *appsv1.Deployment, git *corev1.PodTemplateSpec,
 	t.mu.Unlock()
 	if !ok || e.uid != d.UID || e.generation != d.Generation || e.hash != hash {
 		e = templateCheck{uid: d.UID, generation: d.Generation, hash: hash, git: git,
-			holds: strategies.TemplateHolds(d.Spec.Template, *git)}
+			holds: podtemplate.Holds(d.Spec.Template, *git)}
 	}
 	e.due = !e.settled && (!e.holds || owned)
 	t.mu.Lock()
@@ -133,7 +134,7 @@ func (t *templateChecks) restores(live, want *appsv1.Deployment) *templateCheck 
 	t.mu.Lock()
 	e, ok := t.by[live.Namespace+"/"+live.Name]
 	t.mu.Unlock()
-	if !ok || !e.due || e.uid != live.UID || e.generation != live.Generation || !strategies.TemplateHolds(want.Spec.Template, *e.git) {
+	if !ok || !e.due || e.uid != live.UID || e.generation != live.Generation || !podtemplate.Holds(want.Spec.Template, *e.git) {
 		return nil
 	}
 	return &e
@@ -169,7 +170,7 @@ func (t *templateChecks) forget(ns, name string) {
 // already, as on a Deployment kubectl created and Git adopted) is not.
 func (c *Controller) wroteTemplate(live, want, out *appsv1.Deployment) {
 	if !c.templates.wrote(live, want, out, c.specs.of(out).Generation) ||
-		strategies.TemplateHash(live.Spec.Template) == strategies.TemplateHash(want.Spec.Template) {
+		podtemplate.Hash(live.Spec.Template) == podtemplate.Hash(want.Spec.Template) {
 		return
 	}
 	c.templateRestored(out, "")

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -83,11 +84,11 @@ func specReplicas(d *appsv1.Deployment) int32 {
 }
 
 // workloadTemplate is t labelled with its workload and stamped with its
-// hash (see strategies.Stamp).
+// hash (see podtemplate.Stamp).
 func workloadTemplate(t corev1.PodTemplateSpec, workload string) corev1.PodTemplateSpec {
 	t = *t.DeepCopy()
 	setLabel(&t.ObjectMeta, contract.LabelWorkload, workload)
-	return strategies.Stamp(t)
+	return podtemplate.Stamp(t)
 }
 
 func autoRollback(annotations map[string]string) bool {

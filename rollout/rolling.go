@@ -15,6 +15,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -66,7 +67,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		recorded = latestStatus(w, recorded)
 	}
 	want := strategies.Desired{
-		Hash:         strategies.TemplateHash(git.Spec.Template),
+		Hash:         podtemplate.Hash(git.Spec.Template),
 		Replicas:     git.Spec.Replicas,
 		AutoRollback: autoRollback(git.Annotations),
 	}
@@ -291,7 +292,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 }
 
 // templatePods are the pods of w that run live's template, known by the
-// stamp they carry (see strategies.Stamp); none for an unstamped template.
+// stamp they carry (see podtemplate.Stamp); none for an unstamped template.
 func templatePods(w *workload, live *appsv1.Deployment) []strategies.Pod {
 	hash := annotatedTemplate(live).Annotations[contract.AnnotationTemplateHash]
 	if hash == "" {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // ActionKind is what one action of a plan does.
@@ -177,7 +178,7 @@ func stableWrite(write Action, t StableTemplate, o CanaryObserved) Action {
 			tpl := *canary.Spec.Template.DeepCopy()
 			delete(tpl.Labels, contract.LabelTrack)
 			setTemplateLabel(&tpl, contract.LabelServing, "true")
-			tpl = Stamp(tpl)
+			tpl = podtemplate.Stamp(tpl)
 			write.Template, write.ChangeCause = &tpl, canary.Annotations[AnnotationChangeCause]
 		}
 		surge := Surge(stable.Spec.Strategy)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // delay30s is the scale-down delay of the tests, the default of
@@ -507,8 +508,8 @@ func executeBlueGreen(plan BlueGreenPlan, recorded Status, o BlueGreenObserved, 
 func TestPlanBlueGreenScaledByHand(t *testing.T) {
 	desired := blueGreenDesired(2, true)
 	recorded := Status{Phase: PhaseHealthy, Revision: 4, Hash: h4, Commit: commitV4, Message: "revision 4 (commit def5678) on blue: 2/2 available"}
-	blue := colorDeploy(ColorBlue, Stamp(v4), withSpecReplicas(5), withPods(5, 5, 5, 5))
-	green := colorDeploy(ColorGreen, Stamp(v3), withSpecReplicas(0), withPods(0, 0, 0, 0))
+	blue := colorDeploy(ColorBlue, podtemplate.Stamp(v4), withSpecReplicas(5), withPods(5, 5, 5, 5))
+	green := colorDeploy(ColorGreen, podtemplate.Stamp(v3), withSpecReplicas(0), withPods(0, 0, 0, 0))
 	var endpoints []string
 	for i := range 5 {
 		endpoints = append(endpoints, fmt.Sprintf("web-blue-7d9c556656-p%d", i))
@@ -535,8 +536,8 @@ func TestPlanBlueGreenScaledByHand(t *testing.T) {
 func TestPlanBlueGreenRetargetsAutoscaler(t *testing.T) {
 	desired := blueGreenDesired(2, true)
 	recorded := Status{Phase: PhaseHealthy, Revision: 4, Hash: h4, Commit: commitV4, Message: "revision 4 (commit def5678) on blue: 2/2 available"}
-	blue := colorDeploy(ColorBlue, Stamp(v4), withSpecReplicas(2), withPods(2, 2, 2, 2))
-	green := colorDeploy(ColorGreen, Stamp(v3), withSpecReplicas(0), withPods(0, 0, 0, 0))
+	blue := colorDeploy(ColorBlue, podtemplate.Stamp(v4), withSpecReplicas(2), withPods(2, 2, 2, 2))
+	green := colorDeploy(ColorGreen, podtemplate.Stamp(v3), withSpecReplicas(0), withPods(0, 0, 0, 0))
 	endpoints := []string{"web-blue-7d9c556656-p0", "web-blue-7d9c556656-p1"}
 	tests := []struct {
 		name        string

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // stepsOf parses a steps string the test knows to be good.
@@ -622,17 +623,17 @@ func TestPlanCanaryStableAloneFails(t *testing.T) {
 		words   string
 		requeue time.Duration
 	}{
-		{name: "the Deployment controller gave up", stable: stableDeploy(Stamp(v4), withPods(4, 4, 0, 0), timedOut), stables: stuck(-5 * time.Second),
+		{name: "the Deployment controller gave up", stable: stableDeploy(podtemplate.Stamp(v4), withPods(4, 4, 0, 0), timedOut), stables: stuck(-5 * time.Second),
 			phase: PhaseDegraded, failed: h4, words: "revision 4 failed on the stable Deployment: progress deadline exceeded after 10s"},
-		{name: "its pods stalled", stable: stableDeploy(Stamp(v4), withPods(4, 4, 0, 0), withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")), stables: stuck(-10 * time.Second),
+		{name: "its pods stalled", stable: stableDeploy(podtemplate.Stamp(v4), withPods(4, 4, 0, 0), withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")), stables: stuck(-10 * time.Second),
 			phase: PhaseDegraded, failed: h4, words: "failed on the stable Deployment"},
-		{name: "its pods are starting", stable: stableDeploy(Stamp(v4), withPods(4, 4, 0, 0), withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")), stables: stuck(-4 * time.Second),
+		{name: "its pods are starting", stable: stableDeploy(podtemplate.Stamp(v4), withPods(4, 4, 0, 0), withCondition(corev1.ConditionTrue, "ReplicaSetUpdated")), stables: stuck(-4 * time.Second),
 			phase: PhaseProgressing, words: "promoting the stable Deployment", requeue: 6 * time.Second},
-		{name: "a canary pod serves: the promotion waits", stable: stableDeploy(Stamp(v4), withPods(4, 4, 0, 0), timedOut), stables: stuck(-time.Minute),
+		{name: "a canary pod serves: the promotion waits", stable: stableDeploy(podtemplate.Stamp(v4), withPods(4, 4, 0, 0), timedOut), stables: stuck(-time.Minute),
 			pods: []Pod{serving("web-canary-a")}, phase: PhaseProgressing, words: "promoting the stable Deployment"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := PlanCanary(desired, recorded, CanaryObserved{Stable: tt.stable, Canary: canaryDeploy(Stamp(v4), withSpecReplicas(0), withPods(0, 0, 0, 0)),
+			plan := PlanCanary(desired, recorded, CanaryObserved{Stable: tt.stable, Canary: canaryDeploy(podtemplate.Stamp(v4), withSpecReplicas(0), withPods(0, 0, 0, 0)),
 				Pods: tt.pods, StablePods: tt.stables, ServiceSelectsServing: true, Now: t0})
 			if plan.Status.Phase != tt.phase || plan.Status.FailedHash != tt.failed || !strings.Contains(plan.Status.Message, tt.words) {
 				t.Errorf("status %+v, want phase %s, failed hash %q, message with %q", plan.Status, tt.phase, tt.failed, tt.words)

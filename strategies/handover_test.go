@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // TestPlanHandOver walks a promotion of revision 4 (4 replicas, steps
@@ -19,7 +20,7 @@ import (
 func TestPlanHandOver(t *testing.T) {
 	desired := canaryDesired(4, "50%, 100%")
 	recorded := withMessage(progressing4, "revision 4 (commit def5678): promoting: the canary's pods become the stable's")
-	canaryTmpl := Stamp(v4)
+	canaryTmpl := podtemplate.Stamp(v4)
 	canaryTmpl.Labels = map[string]string{"app": "web", contract.LabelTrack: contract.TrackCanary, contract.LabelServing: "true"}
 	canary := func(replicas int32, fs ...func(*appsv1.Deployment)) *appsv1.Deployment {
 		d := deployment(canaryTmpl, append([]func(*appsv1.Deployment){named("web-canary"), sized(replicas)}, fs...)...)
@@ -27,7 +28,7 @@ func TestPlanHandOver(t *testing.T) {
 		return d
 	}
 	pausedCanary := canary(4, paused)
-	stableAt := func(n int32) *appsv1.Deployment { return stableDeploy(Stamp(v3), sized(n)) }
+	stableAt := func(n int32) *appsv1.Deployment { return stableDeploy(podtemplate.Stamp(v3), sized(n)) }
 	handed := deployment(canaryTmpl, sized(4)) // the stable on the canary's template
 	ownRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-canary-7d9c556656",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pausedCanary, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
@@ -35,7 +36,7 @@ func TestPlanHandOver(t *testing.T) {
 	deletingRS := ownRS.DeepCopy()
 	deletingRS.DeletionTimestamp = &metav1.Time{Time: t0}
 	olderRS := ownRS.DeepCopy()
-	olderRS.Name, olderRS.Spec.Template = "web-canary-64d88b9c4c", withHashLabel(deployment(Stamp(v3)).Spec.Template, "64d88b9c4c")
+	olderRS.Name, olderRS.Spec.Template = "web-canary-64d88b9c4c", withHashLabel(deployment(podtemplate.Stamp(v3)).Spec.Template, "64d88b9c4c")
 	olderDeleting := olderRS.DeepCopy()
 	olderDeleting.DeletionTimestamp = &metav1.Time{Time: t0}
 	owned := []Pod{serving("c0"), serving("c1"), serving("c2"), serving("c3")}
@@ -102,8 +103,8 @@ func TestPlanHandOver(t *testing.T) {
 // TestPlanHandOverNotTaken: a promotion hands the canary's pods over only
 // where it can; else the stable takes the template and surges, as before.
 func TestPlanHandOverNotTaken(t *testing.T) {
-	oldStyle := deployment(Stamp(v4), named("web-canary"), sized(2), withTemplateLabel(contract.LabelTrack, contract.TrackCanary))
-	o := CanaryObserved{Stable: stableDeploy(Stamp(v3), sized(2)), Canary: oldStyle, Pods: []Pod{serving("c0"), serving("c1")},
+	oldStyle := deployment(podtemplate.Stamp(v4), named("web-canary"), sized(2), withTemplateLabel(contract.LabelTrack, contract.TrackCanary))
+	o := CanaryObserved{Stable: stableDeploy(podtemplate.Stamp(v3), sized(2)), Canary: oldStyle, Pods: []Pod{serving("c0"), serving("c1")},
 		ServiceSelectsServing: true, Step: 2, StepSince: t0, Now: t0}
 	for name, desired := range map[string]CanaryDesired{
 		"a canary made before its template carried the serving label": canaryDesired(4, "50%, 100%"),

@@ -1,26 +1,14 @@
 package strategies
 
 import (
-	"testing"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
-
-// parseTemplate reads a pod template from YAML, as it would be written in Git.
-func parseTemplate(t *testing.T, doc string) corev1.PodTemplateSpec {
-	t.Helper()
-	var tmpl corev1.PodTemplateSpec
-	if err := yaml.UnmarshalStrict([]byte(doc), &tmpl); err != nil {
-		t.Fatalf("parse template: %v\n%s", err, doc)
-	}
-	return tmpl
-}
 
 // webTemplate is the pod template of the web workload running image.
 func webTemplate(image string) corev1.PodTemplateSpec {
@@ -118,7 +106,7 @@ func replicaSet(name string, rev string, template corev1.PodTemplateSpec, plimso
 	if plimsollRevision != "" {
 		annotations[contract.AnnotationRevision] = plimsollRevision
 		annotations[contract.AnnotationCommit] = commit
-		annotations[contract.AnnotationTemplateHash] = TemplateHash(template)
+		annotations[contract.AnnotationTemplateHash] = podtemplate.Hash(template)
 	}
 	isController := true
 	return &appsv1.ReplicaSet{
@@ -131,3 +119,6 @@ func replicaSet(name string, rev string, template corev1.PodTemplateSpec, plimso
 		Spec: appsv1.ReplicaSetSpec{Template: *tmpl},
 	}
 }
+
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }

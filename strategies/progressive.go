@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // Color is the color of one of the two Deployments of a blue-green
@@ -160,7 +161,7 @@ func hashOf(d *appsv1.Deployment) string {
 	if d == nil {
 		return ""
 	}
-	return LiveHash(d.Spec.Template)
+	return podtemplate.LiveHash(d.Spec.Template)
 }
 
 // failedNow reports whether d, carrying the template hash, ran out of its

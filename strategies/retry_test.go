@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // TestPlanRollingRetryOnStuckPods covers a retry that came before the
@@ -83,7 +85,7 @@ func TestPlanRollingRetryOnStuckPods(t *testing.T) {
 // Ready a whole deadline after the Deployment controller's last word.
 func TestFailedNowAfterRetry(t *testing.T) {
 	noted := time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC)
-	d := deployment(Stamp(v4), timedOut)
+	d := deployment(podtemplate.Stamp(v4), timedOut)
 	d.Status.Conditions[1].LastUpdateTime = metav1.NewTime(noted)
 	pods := []Pod{{Name: "web-canary-a", NotReadySince: noted.Add(-time.Minute)}}
 	retried := Retry(Status{Phase: PhaseDegraded, Revision: 4, Hash: h4, FailedHash: h4, Commit: commitV4})
@@ -117,7 +119,7 @@ func TestFailedNowAfterRetry(t *testing.T) {
 // pod of the fix's own template that stalls does.
 func TestFailedNowCountsTheRevisionsOwnPods(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 5, 0, 0, time.UTC)
-	d := deployment(Stamp(v4), withGeneration(3, 2))
+	d := deployment(podtemplate.Stamp(v4), withGeneration(3, 2))
 	progressing := Status{Phase: PhaseProgressing, Revision: 4, Hash: h4, Commit: commitV4}
 	held := Pod{Name: "web-green-old-a", NotReadySince: now.Add(-time.Hour), Hash: "0ld0ld0ld0"}
 	for _, tt := range []struct {

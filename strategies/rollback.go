@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // Rollback is the restoration of a previous template after a revision
@@ -63,7 +64,7 @@ func rollbackTarget(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, s
 		if live.UID != "" && !metav1.IsControlledBy(rs, live) {
 			continue
 		}
-		hash := LiveHash(rs.Spec.Template)
+		hash := podtemplate.LiveHash(rs.Spec.Template)
 		if slices.Contains(exclude, hash) {
 			continue
 		}
@@ -118,7 +119,7 @@ func PossibleRollback(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet)
 	a := live.Annotations
 	role, strategy := a[contract.AnnotationRole], a[contract.AnnotationStrategy]
 	rolling := role == string(RolePrimary) || (role == "" && (strategy == "" || strategy == contract.StrategyRolling))
-	current := LiveHash(live.Spec.Template)
+	current := podtemplate.LiveHash(live.Spec.Template)
 	if !rolling || a[contract.AnnotationPhase] == string(PhaseHealthy) || current != a[contract.AnnotationTemplateHash] ||
 		a[contract.AnnotationAutoRollback] == "false" {
 		return nil
@@ -151,7 +152,7 @@ func newRollback(rs *appsv1.ReplicaSet, failedHash string) Rollback {
 	template := *rs.Spec.Template.DeepCopy()
 	delete(template.Labels, LabelPodTemplateHash)
 	rb := Rollback{Template: template, ReplicaSet: rs.Name, FailedHash: failedHash}
-	if rs.Annotations[contract.AnnotationTemplateHash] == LiveHash(rs.Spec.Template) {
+	if rs.Annotations[contract.AnnotationTemplateHash] == podtemplate.LiveHash(rs.Spec.Template) {
 		if n, err := strconv.ParseInt(rs.Annotations[contract.AnnotationRevision], 10, 64); err == nil && n > 0 {
 			rb.Revision = n
 			rb.Commit = rs.Annotations[contract.AnnotationCommit]

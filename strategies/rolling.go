@@ -5,6 +5,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // Desired is what Git asks of a workload, read by the controller from the
@@ -183,7 +185,7 @@ func PlanRolling(desired Desired, recorded Status, observed RollingObserved) Rol
 
 	plan.Progress = measure(live, desired)
 	p := plan.Progress
-	isLive := LiveHash(live.Spec.Template) == desired.Hash
+	isLive := podtemplate.LiveHash(live.Spec.Template) == desired.Hash
 	timedOut := deadlineExceeded(live)
 	caughtUp := live.Status.ObservedGeneration >= live.Generation
 	waiting := revision + ": waiting for the Deployment to make progress after its progress deadline was exceeded"
@@ -294,7 +296,7 @@ func planRefused(desired Desired, recorded Status, observed RollingObserved) Rol
 		return plan
 	}
 	plan.Progress = measure(live, desired)
-	if LiveHash(live.Spec.Template) != failed {
+	if podtemplate.LiveHash(live.Spec.Template) != failed {
 		plan.Status.Message = keep(refused)
 		return plan
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // The web workload's templates: revision 1 and 3 ran fine, revision 4 never
@@ -21,7 +22,7 @@ var (
 	v5  = webTemplate("registry.example.com/web:5.0")
 	bad = webTemplate("registry.example.com/web:2.0-broken")
 
-	h1, h3, h4, h5, hBad = TemplateHash(v1), TemplateHash(v3), TemplateHash(v4), TemplateHash(v5), TemplateHash(bad)
+	h1, h3, h4, h5, hBad = podtemplate.Hash(v1), podtemplate.Hash(v3), podtemplate.Hash(v4), podtemplate.Hash(v5), podtemplate.Hash(bad)
 
 	rs1 = replicaSet("web-11111", "1", v1, "1", commitV1)
 	rs3 = replicaSet("web-33333", "3", v3, "3", commitV3)
@@ -66,7 +67,7 @@ func TestPlanRolling(t *testing.T) {
 	rs3Contaminated := replicaSet("web-33333", "5", v3, "4", commitV4)
 	rs3Contaminated.Annotations[contract.AnnotationTemplateHash] = h4
 	rsBad := replicaSet("web-22222", "3", bad, "2", "2222222")
-	stampedAndMutated := Stamp(v4)
+	stampedAndMutated := podtemplate.Stamp(v4)
 	stampedAndMutated.Spec.Containers = append(stampedAndMutated.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "istio/proxyv2:1.24"})
 	editedByHand := webTemplate("registry.example.com/web:hotfix")
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -126,7 +127,7 @@ func referrers(candidates map[manifest.Key]bool, deployments []*appsv1.Deploymen
 			}
 		}
 		refer(d.Spec.Template, ViaTemplate)
-		current := strategies.LiveHash(d.Spec.Template)
+		current := podtemplate.LiveHash(d.Spec.Template)
 		var owned []*appsv1.ReplicaSet
 		for _, rs := range replicaSets {
 			if metav1.IsControlledBy(rs, d) {
@@ -134,7 +135,7 @@ func referrers(candidates map[manifest.Key]bool, deployments []*appsv1.Deploymen
 			}
 		}
 		for _, rs := range owned {
-			if hasPods(rs) && strategies.LiveHash(rs.Spec.Template) != current {
+			if hasPods(rs) && podtemplate.LiveHash(rs.Spec.Template) != current {
 				refer(rs.Spec.Template, ViaOldPods)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -154,9 +155,9 @@ func liveDeployment(name string, n int, annotations ...string) *appsv1.Deploymen
 			Labels: map[string]string{contract.LabelWorkload: "web"},
 			Annotations: map[string]string{
 				contract.AnnotationRevision:     fmt.Sprint(n),
-				contract.AnnotationTemplateHash: strategies.TemplateHash(usingConfig(n)),
+				contract.AnnotationTemplateHash: podtemplate.Hash(usingConfig(n)),
 			}},
-		Spec: appsv1.DeploymentSpec{Template: strategies.Stamp(usingConfig(n))},
+		Spec: appsv1.DeploymentSpec{Template: podtemplate.Stamp(usingConfig(n))},
 	}
 	for i := 0; i+1 < len(annotations); i += 2 {
 		d.Annotations[annotations[i]] = annotations[i+1]
@@ -175,7 +176,7 @@ func liveReplicaSet(d *appsv1.Deployment, n int, pods int32) *appsv1.ReplicaSet 
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name,
 				UID: d.UID, Controller: &yes}},
 		},
-		Spec:   appsv1.ReplicaSetSpec{Replicas: &pods, Template: strategies.Stamp(usingConfig(n))},
+		Spec:   appsv1.ReplicaSetSpec{Replicas: &pods, Template: podtemplate.Stamp(usingConfig(n))},
 		Status: appsv1.ReplicaSetStatus{Replicas: pods},
 	}
 }
@@ -199,11 +200,11 @@ func TestReferrers(t *testing.T) {
 	healthy2 := liveDeployment("web", 2, phase, contract.PhaseHealthy)
 	// Revision 3 failed and revision 2's template was restored.
 	rolledBack := liveDeployment("web", 2, phase, contract.PhaseDegraded, contract.AnnotationRevision, "3",
-		contract.AnnotationTemplateHash, strategies.TemplateHash(usingConfig(3)),
-		contract.AnnotationFailedHash, strategies.TemplateHash(usingConfig(3)))
+		contract.AnnotationTemplateHash, podtemplate.Hash(usingConfig(3)),
+		contract.AnnotationFailedHash, podtemplate.Hash(usingConfig(3)))
 	// Revision 3 failed; the rollback is not written yet.
 	failing := liveDeployment("web", 3, phase, contract.PhaseDegraded,
-		contract.AnnotationFailedHash, strategies.TemplateHash(usingConfig(3)))
+		contract.AnnotationFailedHash, podtemplate.Hash(usingConfig(3)))
 	// The color of a workload removed from Git, deleted before the prune.
 	deleting := liveDeployment("web-green", 2, phase, contract.PhaseHealthy)
 	deleting.DeletionTimestamp = &metav1.Time{}

@@ -1,10 +1,11 @@
-package strategies
+package podtemplate
 
 import (
 	"reflect"
 	"regexp"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -176,9 +177,9 @@ spec:
 `
 
 func TestTemplateHashIgnoresHowTheTemplateIsWritten(t *testing.T) {
-	base := TemplateHash(parseTemplate(t, gitTemplate))
+	base := Hash(parseTemplate(t, gitTemplate))
 	if !regexp.MustCompile(`^[0-9a-f]{10}$`).MatchString(base) {
-		t.Fatalf("TemplateHash = %q, want 10 hex digits", base)
+		t.Fatalf("Hash = %q, want 10 hex digits", base)
 	}
 
 	tests := []struct {
@@ -244,7 +245,7 @@ func TestTemplateHashIgnoresHowTheTemplateIsWritten(t *testing.T) {
 		{"controller label plimsoll.dev/workload", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelWorkload] = "web" }},
 		{"controller label plimsoll.dev/color", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelColor] = "green" }},
 		{"controller label plimsoll.dev/serving", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelServing] = "true" }},
-		{"label pod-template-hash", func(p *corev1.PodTemplateSpec) { p.Labels[LabelPodTemplateHash] = "5d9f8b7c4" }},
+		{"label pod-template-hash", func(p *corev1.PodTemplateSpec) { p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d9f8b7c4" }},
 		{"controller annotations", func(p *corev1.PodTemplateSpec) {
 			p.Annotations[contract.AnnotationTemplateHash] = "7c4e1a2b9f"
 			p.Annotations["plimsoll.dev/anything"] = "x"
@@ -254,8 +255,8 @@ func TestTemplateHashIgnoresHowTheTemplateIsWritten(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tmpl := parseTemplate(t, gitTemplate)
 			tt.edit(&tmpl)
-			if got := TemplateHash(tmpl); got != base {
-				t.Errorf("TemplateHash = %s, want %s as without the change", got, base)
+			if got := Hash(tmpl); got != base {
+				t.Errorf("Hash = %s, want %s as without the change", got, base)
 			}
 		})
 	}
@@ -265,15 +266,15 @@ func TestTemplateHashIgnoresHowTheTemplateIsWritten(t *testing.T) {
 		{"as the API server returns it", liveTemplate},
 	} {
 		t.Run(doc.name, func(t *testing.T) {
-			if got := TemplateHash(parseTemplate(t, doc.yaml)); got != base {
-				t.Errorf("TemplateHash = %s, want %s", got, base)
+			if got := Hash(parseTemplate(t, doc.yaml)); got != base {
+				t.Errorf("Hash = %s, want %s", got, base)
 			}
 		})
 	}
 }
 
 func TestTemplateHashChangesWithEveryRealChange(t *testing.T) {
-	base := TemplateHash(parseTemplate(t, gitTemplate))
+	base := Hash(parseTemplate(t, gitTemplate))
 	tests := []struct {
 		name string
 		edit func(*corev1.PodTemplateSpec)
@@ -330,9 +331,9 @@ func TestTemplateHashChangesWithEveryRealChange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tmpl := parseTemplate(t, gitTemplate)
 			tt.edit(&tmpl)
-			got := TemplateHash(tmpl)
+			got := Hash(tmpl)
 			if other, dup := seen[got]; dup {
-				t.Errorf("TemplateHash = %s, the same as %s", got, other)
+				t.Errorf("Hash = %s, the same as %s", got, other)
 			}
 			seen[got] = tt.name
 		})
@@ -358,10 +359,10 @@ func TestTemplateHashPullPolicyFollowsTheImageTag(t *testing.T) {
 			explicit.Spec.Containers[0].ImagePullPolicy = tt.policy
 			other := webTemplate(tt.image)
 			other.Spec.Containers[0].ImagePullPolicy = tt.other
-			if TemplateHash(implicit) != TemplateHash(explicit) {
+			if Hash(implicit) != Hash(explicit) {
 				t.Errorf("%s with pull policy %s hashes apart from leaving it out", tt.image, tt.policy)
 			}
-			if TemplateHash(implicit) == TemplateHash(other) {
+			if Hash(implicit) == Hash(other) {
 				t.Errorf("%s with pull policy %s hashes like leaving it out", tt.image, tt.other)
 			}
 		})
@@ -372,9 +373,9 @@ func TestNormalizeTemplateLeavesItsArgumentAlone(t *testing.T) {
 	tmpl := parseTemplate(t, gitTemplate)
 	tmpl.Labels[contract.LabelWorkload] = "web"
 	before := tmpl.DeepCopy()
-	n := NormalizeTemplate(tmpl)
+	n := Normalize(tmpl)
 	if !reflect.DeepEqual(&tmpl, before) {
-		t.Fatalf("NormalizeTemplate modified its argument")
+		t.Fatalf("Normalize modified its argument")
 	}
 	if _, ok := n.Labels[contract.LabelWorkload]; ok {
 		t.Errorf("normalized labels = %v, want no %s", n.Labels, contract.LabelWorkload)
@@ -383,14 +384,14 @@ func TestNormalizeTemplateLeavesItsArgumentAlone(t *testing.T) {
 		t.Errorf("normalized template lacks defaults: restartPolicy %q, imagePullPolicy %q",
 			n.Spec.RestartPolicy, n.Spec.Containers[0].ImagePullPolicy)
 	}
-	if !reflect.DeepEqual(NormalizeTemplate(n), n) {
-		t.Errorf("NormalizeTemplate(NormalizeTemplate(t)) != NormalizeTemplate(t)")
+	if !reflect.DeepEqual(Normalize(n), n) {
+		t.Errorf("Normalize(Normalize(t)) != Normalize(t)")
 	}
 }
 
 func TestStampAndLiveHash(t *testing.T) {
 	git := parseTemplate(t, gitTemplate)
-	hash := TemplateHash(git)
+	hash := Hash(git)
 
 	stamped := Stamp(git)
 	if got := stamped.Annotations[contract.AnnotationTemplateHash]; got != hash {
@@ -399,8 +400,8 @@ func TestStampAndLiveHash(t *testing.T) {
 	if _, ok := git.Annotations[contract.AnnotationTemplateHash]; ok {
 		t.Errorf("Stamp modified its argument")
 	}
-	if got := TemplateHash(stamped); got != hash {
-		t.Errorf("TemplateHash(Stamp(t)) = %s, want %s", got, hash)
+	if got := Hash(stamped); got != hash {
+		t.Errorf("Hash(Stamp(t)) = %s, want %s", got, hash)
 	}
 
 	// A webhook adds a sidecar to the live template: the stamp still tells
@@ -414,6 +415,6 @@ func TestStampAndLiveHash(t *testing.T) {
 		t.Errorf("LiveHash(liveTemplate) = %s, want its stamp", got)
 	}
 	if got := LiveHash(git); got != hash {
-		t.Errorf("LiveHash(unstamped) = %s, want TemplateHash %s", got, hash)
+		t.Errorf("LiveHash(unstamped) = %s, want Hash %s", got, hash)
 	}
 }

@@ -1,4 +1,4 @@
-package strategies
+package podtemplate
 
 import (
 	"strings"
@@ -43,8 +43,8 @@ func TestTemplateHolds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := parseTemplate(t, tc.edit(liveTemplate))
-			if got := TemplateHolds(live, git); got != tc.want {
-				t.Errorf("TemplateHolds = %v, want %v", got, tc.want)
+			if got := Holds(live, git); got != tc.want {
+				t.Errorf("Holds = %v, want %v", got, tc.want)
 			}
 		})
 	}

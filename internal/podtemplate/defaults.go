@@ -1,4 +1,4 @@
-package strategies
+package podtemplate
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package strategies
+package podtemplate
 
 import (
 	"crypto/sha256"
@@ -9,24 +9,25 @@ import (
 	"reflect"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// TemplateHash returns the revision identity of a pod template: the first
-// 10 hex digits of the SHA-256 of the JSON encoding of NormalizeTemplate(t).
+// Hash returns the revision identity of a pod template: the first
+// 10 hex digits of the SHA-256 of the JSON encoding of Normalize(t).
 // encoding/json writes struct fields in a fixed order and map keys sorted,
 // so the same template gives the same hash however its YAML was written.
 //
 // Two templates get the same hash when the API server would store them
 // alike and the Deployment controller would not roll pods from one to the
-// other, apart from what the controller itself adds (see NormalizeTemplate).
+// other, apart from what the controller itself adds (see Normalize).
 // Any other change (an image, an env var, an argument, a resource, a label
 // the user set, a volume) gives a new hash.
-func TemplateHash(t corev1.PodTemplateSpec) string {
-	encoded, err := json.Marshal(NormalizeTemplate(t))
+func Hash(t corev1.PodTemplateSpec) string {
+	encoded, err := json.Marshal(Normalize(t))
 	if err != nil {
 		// A normalized template always encodes: it holds no channels,
 		// functions or cycles, and no raw JSON (managedFields is dropped).
@@ -36,7 +37,7 @@ func TemplateHash(t corev1.PodTemplateSpec) string {
 	return hex.EncodeToString(sum[:])[:hashLength]
 }
 
-// NormalizeTemplate returns a deep copy of t as the API server would store
+// Normalize returns a deep copy of t as the API server would store
 // it, minus what plimsoll's controller adds, so that equal templates are
 // equal values:
 //
@@ -64,7 +65,7 @@ func TemplateHash(t corev1.PodTemplateSpec) string {
 //     are no labels and no args.
 //
 // t is not modified.
-func NormalizeTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+func Normalize(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	n := *t.DeepCopy()
 	n.ManagedFields = nil
 	maps.DeleteFunc(n.Labels, func(key, _ string) bool { return controllerLabel(key) })
@@ -74,7 +75,7 @@ func NormalizeTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return n
 }
 
-// Stamp returns a deep copy of t with its TemplateHash written into the
+// Stamp returns a deep copy of t with its Hash written into the
 // template annotation plimsoll.dev/template-hash, which does not count in
 // the hash. Writing templates stamped lets LiveHash read the hash back from
 // the live Deployment and from its ReplicaSets instead of recomputing it,
@@ -86,25 +87,25 @@ func Stamp(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	if stamped.Annotations == nil {
 		stamped.Annotations = map[string]string{}
 	}
-	stamped.Annotations[contract.AnnotationTemplateHash] = TemplateHash(t)
+	stamped.Annotations[contract.AnnotationTemplateHash] = Hash(t)
 	return stamped
 }
 
 // LiveHash returns the hash of a template read from the cluster (the
 // template of a live Deployment or of a ReplicaSet): its stamp (see Stamp)
-// when it has one, else TemplateHash(t).
+// when it has one, else Hash(t).
 func LiveHash(t corev1.PodTemplateSpec) string {
 	if stamp := t.Annotations[contract.AnnotationTemplateHash]; stamp != "" {
 		return stamp
 	}
-	return TemplateHash(t)
+	return Hash(t)
 }
 
 // controllerLabel reports whether key is a template label the controller
 // sets, not the user.
 func controllerLabel(key string) bool {
 	switch key {
-	case contract.LabelWorkload, contract.LabelColor, contract.LabelServing, contract.LabelTrack, LabelPodTemplateHash:
+	case contract.LabelWorkload, contract.LabelColor, contract.LabelServing, contract.LabelTrack, appsv1.DefaultDeploymentUniqueLabelKey:
 		return true
 	}
 	return false

@@ -1,4 +1,4 @@
-package strategies
+package podtemplate
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,9 +7,9 @@ import (
 	"plimsoll.dev/plimsoll/internal/fields"
 )
 
-// TemplateHolds reports whether a live template still holds every field
+// Holds reports whether a live template still holds every field
 // of git, a template from Git, with Git's value, both compared as
-// NormalizeTemplate gives them. It tells a template changed by hand since
+// Normalize gives them. It tells a template changed by hand since
 // it was written from git, which keeps the stamp it was written with (see
 // Stamp), so that LiveHash still reads git's hash from it:
 //
@@ -24,8 +24,8 @@ import (
 // A key added to a map Git sets (a resource limit beside Git's requests,
 // a template label) is not seen here either: it may as well be another
 // tool's.
-func TemplateHolds(live, git corev1.PodTemplateSpec) bool {
-	l, n := NormalizeTemplate(live), NormalizeTemplate(git)
+func Holds(live, git corev1.PodTemplateSpec) bool {
+	l, n := Normalize(live), Normalize(git)
 	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(&l)
 	want, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(&n)
 	return err1 == nil && err2 == nil && fields.Hold(got, want)
