@@ -234,7 +234,7 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	case recorded.Phase == PhaseDegraded && dt != nil && deadlineExceeded(dt):
 		status.Phase, status.Message = PhaseDegraded, revision+": waiting for "+string(target)+" to make progress after its progress deadline was exceeded"
 	case !fullyAvailable(dt, n):
-		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, target, availability(dt, n))
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, target, waitingFor(n))
 		if o.Paused {
 			status.Phase = PhasePaused
 		}
@@ -341,7 +341,7 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 		status.Message = fmt.Sprintf("%s on %s: scaling from %d back to %d replicas", revision, active, liveReplicas(o.Deployment(active)), n)
 	case !fullyAvailable(o.Deployment(active), n):
 		plan.ScaleDownAt = time.Time{}
-		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, waitingFor(n))
 	default:
 		plan.ScaleDownAt = time.Time{}
 		status.Phase, status.Message = PhaseHealthy, fmt.Sprintf("%s on %s: %s", revision, active, availability(o.Deployment(active), n))
@@ -413,7 +413,7 @@ func planBlueGreenRefused(plan BlueGreenPlan, desired BlueGreenDesired, recorded
 			plan.Status.Message = fmt.Sprintf("revision %d failed; traffic back on %s", plan.Status.Revision, old)
 		} else {
 			plan.Replicas[active] = n
-			plan.Status.Message = fmt.Sprintf("revision %d failed; bringing %s back: %s", plan.Status.Revision, old, availability(do, n))
+			plan.Status.Message = fmt.Sprintf("revision %d failed; bringing %s back: %s", plan.Status.Revision, old, waitingFor(n))
 		}
 	case hashOf(da) == failed:
 		plan.Replicas[active] = n

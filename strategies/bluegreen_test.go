@@ -149,12 +149,12 @@ func swapCases(n int32) []blueGreenCase {
 		{
 			name:     "green carries revision 4 at 0 pods: both colors go to N, traffic stays on blue",
 			recorded: progressing4, blue: blue, green: colorDeploy(ColorGreen, v4, sized(0)), active: ColorBlue,
-			want: with(goingOut, fmt.Sprintf("on green: 0/%d available", n)),
+			want: with(goingOut, fmt.Sprintf("on green: waiting for %d available", n)),
 		},
 		{
-			name:     "green N-1 of N available: no swap",
+			name:     "green N-1 of N available: no swap, and the same line as at 0",
 			recorded: progressing4, blue: blue, green: colorDeploy(ColorGreen, v4, withSpecReplicas(n), withPods(n, n, n-1, n-1), rolling), active: ColorBlue,
-			want: with(goingOut, fmt.Sprintf("on green: %d/%d available", n-1, n)),
+			want: with(goingOut, fmt.Sprintf("on green: waiting for %d available", n)),
 		},
 		{
 			name:     "green N/N/N but its latest spec not observed: no swap, the recorded message stands",
@@ -243,13 +243,13 @@ func blueGreenCases() []blueGreenCase {
 		{
 			name:     "first rollout: no color active yet; blue takes revision 4 at 4",
 			recorded: progressing4, blue: colorDeploy(ColorBlue, v4, sized(0)),
-			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on blue: 0/4 available"}, replicas: map[Color]int32{ColorBlue: 4},
+			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on blue: waiting for 4 available"}, replicas: map[Color]int32{ColorBlue: 4},
 				preview: ColorBlue, roles: map[Color]Role{ColorBlue: RolePreview}},
 		},
 		{
 			name:     "first rollout: green already carries revision 4 (a restart): it stays the target",
 			recorded: progressing4, green: colorDeploy(ColorGreen, v4, withSpecReplicas(4), withPods(4, 4, 1, 1), rolling),
-			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on green: 1/4 available"}, replicas: map[Color]int32{ColorGreen: 4},
+			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on green: waiting for 4 available"}, replicas: map[Color]int32{ColorGreen: 4},
 				preview: ColorGreen, roles: map[Color]Role{ColorGreen: RolePreview}},
 		},
 		{
@@ -274,7 +274,7 @@ func blueGreenCases() []blueGreenCase {
 		{
 			name:     "switch from rolling: blue not available yet, web keeps serving",
 			recorded: progressing4, legacy: legacy(4), blue: colorDeploy(ColorBlue, v4, withSpecReplicas(4), withPods(4, 4, 2, 2), rolling),
-			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on blue: 2/4 available"}, replicas: map[Color]int32{ColorBlue: 4},
+			want: blueGreenWant{phase: PhaseProgressing, words: []string{"on blue: waiting for 4 available"}, replicas: map[Color]int32{ColorBlue: 4},
 				preview: ColorBlue, roles: map[Color]Role{ColorBlue: RolePreview}},
 		},
 		{
@@ -339,7 +339,7 @@ func blueGreenCases() []blueGreenCase {
 			name:     "abort after the swap with blue down to 2 available: green keeps the traffic until blue is back at 4",
 			recorded: progressing4, blue: colorDeploy(ColorBlue, v3, withSpecReplicas(4), withPods(4, 4, 2, 2)), green: green4,
 			active: ColorGreen, scaleDownAt: at(delay30s), now: 10 * time.Second, abort: true,
-			want: blueGreenWant{phase: PhaseDegraded, words: []string{"bringing blue back: 2/4 available"}, failed: h4,
+			want: blueGreenWant{phase: PhaseDegraded, words: []string{"bringing blue back: waiting for 4 available"}, failed: h4,
 				replicas: both(4, 4), active: ColorGreen, preview: ColorGreen, roles: map[Color]Role{ColorGreen: RoleActive, ColorBlue: RolePreview},
 				scaleDownAt: at(delay30s), acted: "aborted revision 4"},
 		},

@@ -328,7 +328,13 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		stableReady = serveStable(&plan, o.StablePods, stable) == stable
 	}
 	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
-	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, serving, n)
+	// The line names the step's counts, not those so far: it changes
+	// when the step is reached, not with each pod labelled (see
+	// waitingFor).
+	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, c, n)
+	if serving != c {
+		traffic = fmt.Sprintf("going to %d%% (%d/%d pods)", weight, c, n)
+	}
 	status.Phase = PhaseProgressing
 	judged, analysis := judgeStep(&plan, desired, o, k, serving == c && stableReady && !o.Paused)
 	switch step := steps[k]; {

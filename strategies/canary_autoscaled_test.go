@@ -24,7 +24,7 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 		{
 			name: "the canary pods are not Ready: every stable pod serves",
 			o:    observe(six, starting("c0"), starting("c1")), canary: 2,
-			words: []string{"(0/6 pods serving)"},
+			words: []string{"going to 25% (2/6 pods)"},
 		},
 		{
 			name: "two canary pods Ready: they join, then two stable pods leave",

@@ -173,7 +173,7 @@ func canaryCases() []canaryCase {
 			name:     "25%: the canary scales to ceil(25*4/100) = 1; its pod is not Ready, so stable stays at 4",
 			recorded: progressing4, stable: st(4), canary: canaryDeploy(v4, withSpecReplicas(1), withPods(1, 1, 0, 0), rolling),
 			pods: []Pod{starting("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: 25% (0/4 pods serving)"}, stable: four, canary: one},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: four, canary: one},
 		},
 		{
 			name:     "25%: the Ready canary pod gets the serving label, and stable goes to 4-1 = 3",
@@ -183,7 +183,7 @@ func canaryCases() []canaryCase {
 		{
 			name:     "25%: a Ready pod being deleted is not labelled",
 			recorded: progressing4, stable: st(4), canary: cy(1), pods: []Pod{{Name: "c0", Ready: true, Deleting: true}},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"(0/4 pods serving)"}, stable: four, canary: one},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: four, canary: one},
 		},
 		{
 			name:     "25%: a serving pod that is not Ready counts for nothing; a Ready one is labelled",
@@ -198,7 +198,7 @@ func canaryCases() []canaryCase {
 		{
 			name:     "25%: the serving pod lost readiness and no other is Ready: stable back to 4",
 			recorded: progressing4, stable: st(3), canary: cy(1), pods: []Pod{servingNotReady("c0"), starting("c1")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"(0/4 pods serving)"}, stable: four, canary: one},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: four, canary: one},
 		},
 		{
 			name:     "25%: two pods serve where one should: the last by name is unlabelled",
@@ -213,9 +213,9 @@ func canaryCases() []canaryCase {
 		},
 		{
 			name:     "25%: stable asks for 3 but the Deployment controller has not observed it: not done, the recorded message stands",
-			recorded: withMessage(progressing4, "canary step 1/5: 25% (0/4 pods serving)"),
+			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
 			stable:   stableDeploy(v3, sized(3), withGeneration(3, 2)), canary: cy(1), pods: []Pod{serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"(0/4 pods serving)"}, stable: three, canary: one},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: one},
 		},
 		{
 			name:     "25%: the stable fails on its own (none of its pods Ready) and runs 3: done, the canary is judged on its own pods",
@@ -250,7 +250,7 @@ func canaryCases() []canaryCase {
 		{
 			name:     "pause 30s, at its end: step 3, 50%, in the same plan",
 			recorded: progressing4, stable: st(3), canary: cy(1), pods: []Pod{serving("c0")}, step: 1, now: 30 * time.Second,
-			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 3/5: 50% (1/4 pods serving)"}, stable: three, canary: two,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 3/5: going to 50% (2/4 pods)"}, stable: three, canary: two,
 				step: 2, since: sinceNow},
 		},
 		{
@@ -499,6 +499,10 @@ func TestPlanCanaryWeights(t *testing.T) {
 					want.words = []string{fmt.Sprintf("canary step 2/2: 0%% (0/%d pods serving); waiting for promote", tt.n)}
 				default:
 					want.words = []string{fmt.Sprintf("canary step 1/2: %d%% (%d/%d pods serving)", tt.weight, len(labelled), tt.n)}
+					if !podsReady {
+						// Not there yet: the step's counts, the same line until it is.
+						want.words = []string{fmt.Sprintf("canary step 1/2: going to %d%% (%d/%d pods)", tt.weight, tt.canary, tt.n)}
+					}
 				}
 				checkCanary(t, plan, desired, o, want)
 			})

@@ -46,7 +46,7 @@ func TestPlanBlueGreenAnalysis(t *testing.T) {
 		{
 			name:  "green not yet available: no run starts",
 			green: greenStarting, active: ColorBlue,
-			phase: PhaseProgressing, words: []string{"2/4 available"}, wantActive: ColorBlue,
+			phase: PhaseProgressing, words: []string{"waiting for 4 available"}, wantActive: ColorBlue,
 		},
 		{
 			name:  "green available: the pre-promotion run starts, no swap",

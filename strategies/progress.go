@@ -132,10 +132,11 @@ func (p Progress) complete() bool {
 // message is the line of a rollout under way, rollingOut ("rolling out
 // revision 4 (commit def5678)"), the same line the rollout started with.
 // It names no pod counts: the status is written as
-// annotations, each write bumps the Deployment's generation and costs the
-// Deployment controller a sync, so a line that changed with every pod
-// would be rewritten 4 to 6 times per revision (1,000 workloads rolled at
-// once: about 5,000 writes). The counts are the Deployment's own status
+// annotations, and each write costs the Deployment controller an update
+// of its own (it copies a Deployment's annotations to its ReplicaSet), so
+// a line that changed with every pod would be rewritten 4 to 6 times per
+// revision (1,000 workloads rolled at once: about 5,000 writes of ours
+// and as many of the controller's). The counts are the Deployment's own status
 // (kubectl get deploy). Only a warning changes the line: fewer available
 // pods than the strategy keeps while old pods remain means pods fail
 // rather than start slowly. 4 replicas at 25% keep 3 available, so 2
