@@ -66,6 +66,16 @@ const (
 	KubectlEditsKept = "keep"
 )
 
+// RolloutInputs are the input annotations that steer a workload's
+// rollout. They are Git's alone: one that Git no longer sets leaves every
+// Deployment of the workload too, where the others (prune, kubectl-edits)
+// may also be set on a live object.
+var RolloutInputs = []string{
+	AnnotationStrategy, AnnotationAutoRollback, AnnotationActiveService, AnnotationPreviewService,
+	AnnotationAutoPromote, AnnotationScaleDownDelay, AnnotationService, AnnotationSteps,
+	AnnotationAnalysis, AnnotationAnalysisArgs,
+}
+
 // Status annotations: written by plimsoll on every Deployment of a
 // workload.
 const (

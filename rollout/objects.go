@@ -48,7 +48,8 @@ func derived(git *appsv1.Deployment, name string, extra map[string]string, tmpl 
 }
 
 // refresh returns live with Git's labels, annotations and spec fields
-// written over it, keeping live's name, selector, replicas and template:
+// written over it, and without the rollout inputs Git no longer sets
+// (see contract.RolloutInputs), keeping live's name, selector, replicas and template:
 // what a commit changes on a Deployment that does not take its template.
 func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 	d := live.DeepCopy()
@@ -57,6 +58,11 @@ func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 		d.Annotations = map[string]string{}
 	}
 	maps.Copy(d.Annotations, git.Annotations)
+	for _, k := range contract.RolloutInputs {
+		if _, inGit := git.Annotations[k]; !inGit {
+			delete(d.Annotations, k) // Git dropped it: an analysis removed judges no more
+		}
+	}
 	spec := git.Spec.DeepCopy()
 	spec.Replicas, spec.Selector, spec.Template = d.Spec.Replicas, d.Spec.Selector, d.Spec.Template
 	spec.Paused = d.Spec.Paused

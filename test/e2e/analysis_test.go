@@ -65,7 +65,8 @@ func newHash(t *testing.T, ns, name string, revision int) string {
 // real Prometheus: one whose canary answers 0.1% errors goes through every
 // step; one with 10% fails its first analysed step, and its canary leaves
 // the Service's ready endpoints within 2s of the verdict while the stable
-// keeps 4 ready endpoints throughout.
+// keeps 4 ready endpoints throughout. A third, with the analysis taken
+// out of Git, goes through at 10% errors: nothing judges it.
 func TestAnalysisCanary(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
@@ -134,6 +135,29 @@ func TestAnalysisCanary(t *testing.T) {
 	waitFor(t, "an Analysis Warning naming the value", func(context.Context) (bool, error) {
 		return hasEvent(t, s.ns, "api", "Analysis", "step 1: analysis error-rate/ratio failed: "+r.Metrics[0].Value), nil
 	})
+
+	t.Log("3. revision 4 drops the analysis from Git: it answers 10% errors and goes through unjudged")
+	unjudged := analysedCanary(t, "v4")
+	unjudged["deployment.yaml"] = strings.Replace(unjudged["deployment.yaml"], "\n    plimsoll.dev/analysis: error-rate", "", 1)
+	if strings.Contains(unjudged["deployment.yaml"], "plimsoll.dev/analysis") {
+		t.Fatal("the analysis is still named in the Deployment")
+	}
+	s.repo.commit("api v4 without its analysis", unjudged)
+	h4 := newHash(t, s.ns, "api", 4)
+	p.exporter.set(s.ns, "api", h4, 50, 0.10)
+	healthy := waitForDeployment(t, s.ns, "api", "revision 4 Healthy", phaseIs(4, "Healthy"))
+	for _, name := range []string{"api", "api-canary"} {
+		dep, err := suite.client.AppsV1().Deployments(s.ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := dep.Annotations["plimsoll.dev/analysis"]; ok {
+			t.Errorf("%s keeps plimsoll.dev/analysis=%q that Git dropped", name, v)
+		}
+	}
+	if raw := healthy.Annotations["plimsoll.dev/analysis-run"]; strings.Contains(raw, h4) {
+		t.Errorf("revision 4 was judged (%s), though Git names no analysis", raw)
+	}
 }
 
 // TestAnalysisBadInput pushes commits whose analysis or reference to one
