@@ -52,7 +52,12 @@ func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	w := &endpointWatch{slices: map[string]*discoveryv1.EndpointSlice{}}
 	podInformer := coreinformers.NewPodInformer(suite.client, ns, 0, cache.Indexers{})
 	rsInformer := appsinformers.NewReplicaSetInformer(suite.client, ns, 0, cache.Indexers{})
-	kit.RunInformer(t.Context(), t, podInformer, cache.ResourceEventHandlerFuncs{}, "pods of "+ns)
+	// A pod handed over to another Deployment is recorded again as it
+	// changes hands, so that each state names the owners of its time
+	// (see ownerNote).
+	kit.RunInformer(t.Context(), t, podInformer, cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) { w.ownerChanged(before, after) },
+	}, "pods of "+ns)
 	kit.RunInformer(t.Context(), t, rsInformer, cache.ResourceEventHandlerFuncs{}, "ReplicaSets of "+ns)
 	w.pods, w.rsets = podInformer.GetIndexer(), rsInformer.GetIndexer()
 	selector := labels.Set{discoveryv1.LabelServiceName: service}.String()
@@ -109,6 +114,32 @@ func (w *endpointWatch) record() {
 	}
 	slices.Sort(pods)
 	w.states = append(w.states, endpointState{at: time.Now(), pods: pods})
+}
+
+// ownerChanged records the state again when a ready pod's controller
+// changed from before to after: the state then notes its new owner.
+func (w *endpointWatch) ownerChanged(before, after any) {
+	b, ok1 := before.(*corev1.Pod)
+	a, ok2 := after.(*corev1.Pod)
+	if !ok1 || !ok2 || controllerName(b) == controllerName(a) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.states != nil && slices.ContainsFunc(w.states[len(w.states)-1].pods, func(p string) bool {
+		name, _, _ := strings.Cut(p, " (")
+		return name == a.Name
+	}) {
+		w.record()
+	}
+}
+
+// controllerName is the name of p's controller, "" for none.
+func controllerName(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return ref.Name
+	}
+	return ""
 }
 
 // ownerNote is what record appends to the name of a ready pod that
