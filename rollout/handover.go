@@ -111,10 +111,27 @@ func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name str
 	return nil
 }
 
-// deletePod deletes pod name of workload w; one gone already is nothing to
-// do.
+// deletePod deletes pod name of workload w, on the uid and
+// resourceVersion the caches hold: the planner judged the pod an orphan
+// from that version, and a ReplicaSet that adopted it since (its owner
+// references changed, so did its version) must keep it. A pod gone
+// already, or changed since, is nothing to do: the change requeues the
+// workload and the planner judges it again.
 func (c *Controller) deletePod(ctx context.Context, w *workload, name string) error {
-	err := c.client.CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{})
+	var pre *metav1.Preconditions
+	for _, p := range w.pods {
+		if p.Name == name {
+			pre = &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
+		}
+	}
+	if pre == nil {
+		return nil
+	}
+	err := c.client.CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: pre})
+	if apierrors.IsConflict(err) {
+		c.log.Debug("pod changed since it was judged an orphan; judging again", "workload", w.ns+"/"+w.name, "pod", name)
+		return nil
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s, left without an owner: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -454,15 +455,15 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 	if o.Canary != nil && !equality.Semantic.DeepEqual(o.Stable.Spec.Strategy, o.Canary.Spec.Strategy) {
 		plan.Stable = StableSettle
 	}
-	for _, p := range o.Pods {
-		if p.Serving {
-			plan.Unlabel = append(plan.Unlabel, p.Name)
-		}
+	// The canary pods that serve leave the Service, and those a hand-over
+	// left without an owner, which the stable's ReplicaSet did not adopt
+	// (it runs its own now), go: both once the Service keeps N ready
+	// endpoints without them (see spareable).
+	serving, orphaned := servingNames(o.Pods), orphans(o.Pods)
+	if spareable(slices.Concat(serving, orphaned), o.ServiceReady, n) != nil {
+		plan.Unlabel, plan.DeletePods = serving, orphaned
 	}
-	// Canary pods a hand-over left without an owner, which the stable's
-	// ReplicaSet did not adopt: it runs its own now.
-	plan.DeletePods = orphans(o.Pods)
-	if len(plan.Unlabel) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) || len(plan.DeletePods) > 0 {
+	if len(serving) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) || len(orphaned) > 0 {
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}
@@ -503,17 +504,21 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	// Pods left without an owner (a hand-over undone by hand) serve until
 	// the stable Deployment serves in full again, then go.
 	stableUp := fullyAvailable(o.Stable, n)
+	var orphansServing []string
 	for _, p := range o.Pods {
-		if p.Serving && (!p.Orphan || stableUp) {
-			plan.Unlabel = append(plan.Unlabel, p.Name)
+		switch {
+		case p.Serving && !p.Orphan:
+			plan.Unlabel = append(plan.Unlabel, p.Name) // the failed canary's: out at once
+		case p.Serving && stableUp:
+			orphansServing = append(orphansServing, p.Name)
 		}
 	}
 	if o.Canary != nil && o.Canary.Spec.Paused {
 		// A canary Deployment paused by a hand-over works again.
 		plan.CanaryPaused = new(bool)
 	}
-	if stableUp {
-		plan.DeletePods = orphans(o.Pods)
+	if orphaned := orphans(o.Pods); stableUp && spareable(slices.Concat(orphansServing, orphaned), o.ServiceReady, n) != nil {
+		plan.Unlabel, plan.DeletePods = append(plan.Unlabel, orphansServing...), orphaned
 	}
 	message := fmt.Sprintf("template %s failed; stable serves; not started again until Git changes it or a retry", failed)
 	if o.Stable != nil && hashOf(o.Stable) == failed {

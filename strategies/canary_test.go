@@ -284,12 +284,21 @@ func canaryCases() []canaryCase {
 		{
 			name:     "promoted, stable 4/4 available: every serving canary pod is unlabelled, the canary goes to 0",
 			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
+			serviceReady: []string{"c0", "s0", "s1", "s2", "s3"},
 			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
 				unlabel: []string{"c0", "c1"}, since: sinceCleared},
 		},
 		{
+			name:     "promoted, stable 4/4 available but its pods not yet ready endpoints: the serving canary pods stay",
+			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
+			serviceReady: []string{"c0", "s0", "s1"},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
+				since: sinceCleared},
+		},
+		{
 			name:     "promoted with a surge, stable 4/4 available: Git's strategy back on the stable, with the canary going to 0",
 			recorded: progressing4, stable: surged, canary: cy(2), pods: []Pod{serving("c0"), serving("c1")}, step: 4,
+			serviceReady: []string{"c0", "c1", "s0", "s1", "s2", "s3"},
 			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
 				template: StableSettle, unlabel: []string{"c0", "c1"}, since: sinceCleared},
 		},

@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -199,6 +200,31 @@ func orphans(pods []Pod) []string {
 	return out
 }
 
+// spareable returns pods, the orphans a plan would delete, when the
+// Service keeps at least n ready endpoints without them, else none. A pod
+// read as an orphan may have been adopted by the stable's ReplicaSet
+// since (the caches of pods and of Deployments are not read at one
+// instant: the stable may count it available before the pod's new owner
+// reaches the cache); it then serves as one of the n, and deleting it
+// would leave the Service short. With N = 4: the stable's own 4 pods and
+// 4 orphans ready, the orphans go; 4 ready that are all "orphans", none
+// does.
+func spareable(pods, ready []string, n int32) []string {
+	if len(pods) == 0 {
+		return nil
+	}
+	var left int32
+	for _, p := range ready {
+		if !slices.Contains(pods, p) {
+			left++
+		}
+	}
+	if left < n {
+		return nil
+	}
+	return pods
+}
+
 // OtherTrack is the track of a new canary Deployment, whose selector must
 // not select the stable Deployment's pods: those carry the track of the
 // canary they were handed over from (stableTrack), "" when they never
@@ -208,4 +234,15 @@ func OtherTrack(stableTrack string) string {
 		return contract.TrackCanaryNext
 	}
 	return contract.TrackCanary
+}
+
+// servingNames names the pods of pods that carry the serving label.
+func servingNames(pods []Pod) []string {
+	var out []string
+	for _, p := range pods {
+		if p.Serving {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }

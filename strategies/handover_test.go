@@ -59,6 +59,7 @@ func TestPlanHandOver(t *testing.T) {
 		canary *appsv1.Deployment
 		rsets  []*appsv1.ReplicaSet
 		pods   []Pod
+		ready  []string // the Service's ready endpoints
 		want   want
 	}{
 		{name: "1. the canary at 2 of 4: it grows", stable: stableAt(2), canary: canary(2), pods: owned[:2],
@@ -84,10 +85,14 @@ func TestPlanHandOver(t *testing.T) {
 		{name: "5. the stable on the canary's template: the emptied canary goes", stable: handed, canary: pausedCanary,
 			want: want{stableReplicas: &four, deleteCanary: true, phase: PhaseHealthy}},
 		{name: "orphans nobody adopted, the stable available: they go", stable: handed, pods: orphaned,
-			want: want{stableReplicas: &four, deletePods: []string{"c0", "c1", "c2", "c3"}, phase: PhaseProgressing}},
+			ready: []string{"c0", "c1", "c2", "c3", "web-4-a", "web-4-b", "web-4-c", "web-4-d"},
+			want:  want{stableReplicas: &four, deletePods: []string{"c0", "c1", "c2", "c3"}, phase: PhaseProgressing}},
+		{name: "orphans read before their adoption reached the cache, the stable available with them: they stay", stable: handed, pods: orphaned,
+			ready: []string{"c0", "c1", "c2", "c3"},
+			want:  want{stableReplicas: &four, phase: PhaseProgressing}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, ReplicaSets: tt.rsets,
+			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, ReplicaSets: tt.rsets, ServiceReady: tt.ready,
 				ServiceSelectsServing: true, Step: 2, StepSince: t0, Now: t0}
 			plan := PlanCanary(desired, recorded, o)
 			got := want{canaryReplicas: plan.CanaryReplicas, stableReplicas: plan.StableReplicas, paused: plan.CanaryPaused,
