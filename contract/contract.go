@@ -168,6 +168,27 @@ const (
 	TrackCanaryNext = "canary-b"
 )
 
+// Declared syncs: ConfigMaps in the namespace a daemon takes declarations
+// from (run --syncs-namespace), each declaring one sync named after it
+// (docs/syncs.md).
+const (
+	// LabelSyncDeclaration marks a ConfigMap that declares a sync (in its
+	// data key SyncDeclarationKey); its value is not read.
+	LabelSyncDeclaration = "plimsoll.dev/sync-declaration"
+	// SyncDeclarationKey is the data key of a declaration ConfigMap.
+	SyncDeclarationKey = "sync.yaml"
+	// FinalizerRetire holds a declaration ConfigMap that is being deleted
+	// until the replica that owns its sync has retired it: pruned what it
+	// applied (when its prune is on) and removed its record.
+	FinalizerRetire = "plimsoll.dev/retire"
+	// AnnotationDeclaredBy, on the record of a declared sync, names the
+	// sync that declared it.
+	AnnotationDeclaredBy = "plimsoll.dev/declared-by"
+	// LabelReplica marks the Lease each replica of a daemon that serves
+	// many syncs renews while it runs; its value is not read.
+	LabelReplica = "plimsoll.dev/replica"
+)
+
 // The sync's record: ConfigMap NamePrefix+<sync name> in the status
 // namespace.
 const (

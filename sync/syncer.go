@@ -168,6 +168,11 @@ type Config struct {
 	// commit still at the branch head and nothing it wrote changed (see
 	// quietPoll). SyncOnce always syncs.
 	Watch *apply.Watch
+	// Declarations, when set, is where the daemon takes declared syncs
+	// from: the sync declarations of a commit are checked against it (see
+	// checkDeclarations). Without it a commit that declares a sync is
+	// refused.
+	Declarations Declarations
 }
 
 // Syncer makes the cluster match the followed branch, one commit at a time.
@@ -376,7 +381,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		return st, outcomeHeld, err
 	}
 
-	if err := errors.Join(checkAnalyses(objs), s.checkDeployments(ctx, objs)); err != nil {
+	if err := errors.Join(checkAnalyses(objs), s.checkDeclarations(ctx, objs), s.checkDeployments(ctx, objs)); err != nil {
 		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
 	}
 	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit)

@@ -156,3 +156,19 @@ func branchRef(branch string) (plumbing.ReferenceName, error) {
 	}
 	return ref, nil
 }
+
+// CheckURL reports what is wrong with a repository URL, as New would
+// (credentials in it, a leading "-", a scheme other than file, http,
+// https and ssh, no host or path); nil for a URL New takes. The error
+// never repeats a password or token the URL carries.
+func CheckURL(raw string) error {
+	_, err := parseURL(raw)
+	return err
+}
+
+// CheckBranch reports what is wrong with a branch name, as New would;
+// nil for one it takes ("" is the default branch).
+func CheckBranch(branch string) error {
+	_, err := branchRef(branch)
+	return err
+}
