@@ -181,9 +181,6 @@ const (
 	// until the replica that owns its sync has retired it: pruned what it
 	// applied (when its prune is on) and removed its record.
 	FinalizerRetire = "plimsoll.dev/retire"
-	// AnnotationDeclaredBy, on the record of a declared sync, names the
-	// sync that declared it.
-	AnnotationDeclaredBy = "plimsoll.dev/declared-by"
 	// LabelReplica marks the Lease each replica of a daemon that serves
 	// many syncs renews while it runs; its value is not read.
 	LabelReplica = "plimsoll.dev/replica"

@@ -121,6 +121,14 @@ type Config struct {
 	// Notifier, when set, is told of every status written (see
 	// StatusReport), after the log line, the metrics and the Event.
 	Notifier Notifier
+	// Owns, when set, makes the controller serve the workloads of many
+	// syncs (see syncs.go): it watches every Deployment labelled
+	// plimsoll.dev/sync, and reconciles a workload only while Owns says
+	// its sync is this replica's, holding that until release is called.
+	Owns func(syncName string) (release func(), owned bool)
+	// ClientFor, when set, gives the client a sync's workloads are written
+	// with (the sync's identity); reads stay on the informers and Client.
+	ClientFor func(syncName string) kubernetes.Interface
 }
 
 // Controller is the embedded rollout controller: the DeploymentSink that
@@ -170,6 +178,9 @@ type Controller struct {
 	// notifier hears of the statuses written (Config.Notifier); nil for
 	// none.
 	notifier Notifier
+	// owns and clientFor are Config.Owns and Config.ClientFor.
+	owns      func(syncName string) (release func(), owned bool)
+	clientFor func(syncName string) kubernetes.Interface
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
@@ -214,6 +225,8 @@ func New(cfg Config) *Controller {
 		intents:   newIntents(),
 		measurer:  cfg.Measurer,
 		notifier:  cfg.Notifier,
+		owns:      cfg.Owns,
+		clientFor: cfg.ClientFor,
 	}
 	c.once.Store(cfg.Once)
 	namespaces := cfg.Namespaces
@@ -232,6 +245,8 @@ func (c *Controller) watch(cfg Config, ns string) {
 	ours := contract.LabelWorkload
 	if cfg.SyncName != "" {
 		ours += "," + contract.LabelSync + "=" + cfg.SyncName
+	} else if cfg.Owns != nil {
+		ours += "," + contract.LabelSync
 	}
 	deployFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ours }))
@@ -358,6 +373,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.AddAfter(key, heldRetry)
 		return true
 	}
+	release, owned := c.own(key)
+	if !owned {
+		c.queue.Forget(key) // another replica's; QueueSync brings it back
+		return true
+	}
+	defer release()
 	err := c.reconcile(ctx, key)
 	c.intents.reconciled(key, err)
 	if err != nil {

@@ -39,6 +39,13 @@ var _ DeploymentSink = (*Controller)(nil)
 // workload has been reconciled and returns the failures, naming each
 // Deployment and the commit.
 func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
+	return c.handOff(ctx, "", commit, subject, desired)
+}
+
+// handOff is SyncDeployments for the workloads of sync syncName: a
+// workload of another sync is not forgotten for missing in desired. ""
+// is every sync.
+func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment) error {
 	if c.once.Load() && !c.running() {
 		return errors.New("hand Deployments to the rollout controller: it is not running")
 	}
@@ -57,7 +64,7 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 		}
 		c.queue.Add(key)
 	}
-	c.intents.keepOnly(keys)
+	c.intents.keepOnly(keys, syncName)
 	var errs []error
 	for i, ch := range waits {
 		select {

@@ -89,17 +89,17 @@ func (i *intents) take(key string, git *appsv1.Deployment, commit, subject strin
 	return true
 }
 
-// keepOnly forgets the intents of every workload but keys: their
-// Deployments left Git.
-func (i *intents) keepOnly(keys []string) {
+// keepOnly forgets the intents of every workload of sync syncName ("" for
+// every sync) but keys: their Deployments left Git.
+func (i *intents) keepOnly(keys []string, syncName string) {
 	keep := make(map[string]bool, len(keys))
 	for _, key := range keys {
 		keep[key] = true
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	for key := range i.byKey {
-		if !keep[key] {
+	for key, in := range i.byKey {
+		if !keep[key] && (syncName == "" || in.syncName() == syncName) {
 			delete(i.byKey, key)
 		}
 	}

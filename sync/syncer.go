@@ -246,12 +246,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	for {
 		wait := HeldRetry
 		if s.cfg.Writable == nil || s.cfg.Writable() {
-			err := s.poll(ctx)
-			select {
-			case <-s.ready:
-			default:
-				close(s.ready) // the first sync attempted
-			}
+			err := s.Poll(ctx)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -275,6 +270,34 @@ func (s *Syncer) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Poll is one turn of Run, for a caller that schedules the polls itself
+// (a daemon of many syncs): nothing at all when the applied commit is
+// still the branch head and nothing the sync wrote changed, a full sync
+// otherwise. It returns what SyncOnce returns; Ready is closed once it
+// has run.
+func (s *Syncer) Poll(ctx context.Context) error {
+	err := s.poll(ctx)
+	select {
+	case <-s.ready:
+	default:
+		close(s.ready) // the first sync attempted
+	}
+	return err
+}
+
+// NextWait is how long to wait after a poll that ended in err, the
+// failures in a row counting this one (see backoff): Config.Interval
+// after a success or a held change.
+func (s *Syncer) NextWait(err error, failures int) time.Duration {
+	if err == nil || errors.Is(err, ErrHeld) {
+		return s.cfg.Interval
+	}
+	return backoff(s.cfg.Interval, s.cfg.MaxBackoff, failures)
+}
+
+// Name is the sync's name.
+func (s *Syncer) Name() string { return s.cfg.Name }
 
 // discardEvents records nothing.
 type discardEvents struct{}

@@ -135,7 +135,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Store:       store,
 		Deployments: rollouts,
 		Events:      psync.NewEvents(client, clk, log),
-		Metrics:     metrics,
+		Metrics:     metrics.For(o.syncName),
 		Log:         log,
 		Clock:       clk,
 		Writable:    d.writable,

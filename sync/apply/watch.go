@@ -32,63 +32,131 @@ type Scope struct {
 // sync labelled, so that a poll of an unchanged commit can tell without a
 // request whether anything the sync wrote has changed since it last
 // looked. It counts changes; it keeps, per object, only its name,
-// resourceVersion, generation and a hash of its labels and annotations.
+// resourceVersion, generation, its sync label and a hash of its labels
+// and annotations.
 //
 // A change is what a sync would have to look at again: an object created
 // or deleted, its labels or annotations changed, or its spec (its
 // generation moved; for kinds without a generation, any new
 // resourceVersion). A status written by a controller (a Deployment's
 // replicas, an autoscaler's metrics) moves neither, so it is no change.
+//
+// A Watch is one sync's view of a Watches, which the syncs of one daemon
+// share: one watch per scope however many syncs write there.
 type Watch struct {
+	hub  *Watches
+	sync string
+}
+
+// Watches is the watches of every sync of a daemon: one informer per
+// scope that some sync follows, each counting the changes of every sync
+// by the objects' plimsoll.dev/sync label.
+type Watches struct {
 	client   metadata.Interface
 	selector string
 
 	mu      gosync.Mutex
 	scopes  map[Scope]*scopeWatch
-	changes atomic.Uint64
+	changes map[string]*atomic.Uint64
 }
 
-// scopeWatch is the informer of one scope and how to stop it.
+// scopeWatch is the informer of one scope, the syncs that follow it, and
+// how to stop it.
 type scopeWatch struct {
 	informer cache.SharedIndexInformer
+	users    map[string]bool
 	stop     chan struct{}
 }
 
-// NewWatch returns a Watch of the objects labelled with sync syncName. It
-// follows nothing until Follow.
+// NewWatch returns a Watch of the objects labelled with sync syncName,
+// alone. It follows nothing until Follow.
 func NewWatch(client metadata.Interface, syncName string) *Watch {
-	return &Watch{client: client, selector: contract.LabelSync + "=" + syncName, scopes: map[Scope]*scopeWatch{}}
+	hub := &Watches{client: client, selector: contract.LabelSync + "=" + syncName, scopes: map[Scope]*scopeWatch{},
+		changes: map[string]*atomic.Uint64{}}
+	return hub.For(syncName)
 }
 
-// Follow watches exactly scopes from now on: it starts a watch for each
-// scope it does not follow yet and stops those of scopes no longer given.
+// NewWatches returns the Watches of every object labelled
+// plimsoll.dev/sync, to be shared by the syncs of a daemon (see For).
+func NewWatches(client metadata.Interface) *Watches {
+	return &Watches{client: client, selector: contract.LabelSync, scopes: map[Scope]*scopeWatch{}, changes: map[string]*atomic.Uint64{}}
+}
+
+// For returns the Watch of sync name.
+func (ws *Watches) For(name string) *Watch {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.changes[name] == nil {
+		ws.changes[name] = &atomic.Uint64{}
+	}
+	return &Watch{hub: ws, sync: name}
+}
+
+// counter returns the change count of sync name; nil for a sync no Watch
+// is for. The caller holds no lock.
+func (ws *Watches) counter(name string) *atomic.Uint64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.changes[name]
+}
+
+// changed counts a change of the object obj, for the sync that labelled
+// it; for every sync when obj tells none (a tombstone without its
+// object).
+func (ws *Watches) changed(obj any) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		if c := ws.counter(m.Labels[contract.LabelSync]); c != nil {
+			c.Add(1)
+		}
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, c := range ws.changes {
+		c.Add(1)
+	}
+}
+
+// Follow watches exactly scopes for the sync from now on: it starts a
+// watch for each scope no sync follows yet and stops those that no sync
+// follows any more.
 func (w *Watch) Follow(scopes []Scope) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for s, sw := range w.scopes {
+	ws := w.hub
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for s, sw := range ws.scopes {
 		if !slices.Contains(scopes, s) {
-			close(sw.stop)
-			delete(w.scopes, s)
+			delete(sw.users, w.sync)
+			if len(sw.users) == 0 {
+				close(sw.stop)
+				delete(ws.scopes, s)
+			}
 		}
 	}
 	for _, s := range scopes {
-		if _, ok := w.scopes[s]; ok {
+		if sw, ok := ws.scopes[s]; ok {
+			sw.users[w.sync] = true
 			continue
 		}
-		informer := metadatainformer.NewFilteredMetadataInformer(w.client, s.Resource, s.Namespace, 0, cache.Indexers{},
-			func(o *metav1.ListOptions) { o.LabelSelector = w.selector }).Informer()
+		informer := metadatainformer.NewFilteredMetadataInformer(ws.client, s.Resource, s.Namespace, 0, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.LabelSelector = ws.selector }).Informer()
 		_ = informer.SetTransform(slim) // only fails once started
 		_, _ = informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc: func(_ any, initial bool) {
+			AddFunc: func(obj any, initial bool) {
 				if !initial { // the first list is where a Mark starts from
-					w.changes.Add(1)
+					ws.changed(obj)
 				}
 			},
-			UpdateFunc: func(old, obj any) { w.updated(old, obj) },
-			DeleteFunc: func(any) { w.changes.Add(1) },
+			UpdateFunc: func(old, obj any) { ws.updated(old, obj) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				ws.changed(obj)
+			},
 		})
-		sw := &scopeWatch{informer: informer, stop: make(chan struct{})}
-		w.scopes[s] = sw
+		sw := &scopeWatch{informer: informer, users: map[string]bool{w.sync: true}, stop: make(chan struct{})}
+		ws.scopes[s] = sw
 		go informer.Run(sw.stop)
 	}
 }
@@ -104,10 +172,11 @@ type WatchMark struct {
 // objects: whatever changes after that, even during the sync, counts
 // against it.
 func (w *Watch) Mark() WatchMark {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := WatchMark{changes: w.changes.Load(), listening: map[Scope]bool{}}
-	for s, sw := range w.scopes {
+	ws := w.hub
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	m := WatchMark{changes: ws.changes[w.sync].Load(), listening: map[Scope]bool{}}
+	for s, sw := range ws.scopes {
 		if sw.informer.HasSynced() {
 			m.listening[s] = true
 		}
@@ -116,45 +185,51 @@ func (w *Watch) Mark() WatchMark {
 }
 
 // Unchanged reports whether nothing in scopes has changed since m: each
-// was listening at m and still is, and no change was counted since. A
-// scope that began listening after m could have missed a change (an
-// object deleted before its first list), so it does not count.
+// was listening at m and still is, and no change of the sync was counted
+// since. A scope that began listening after m could have missed a change
+// (an object deleted before its first list), so it does not count.
 func (w *Watch) Unchanged(m WatchMark, scopes []Scope) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	ws := w.hub
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	for _, s := range scopes {
-		if _, ok := w.scopes[s]; !ok || !m.listening[s] {
+		if _, ok := ws.scopes[s]; !ok || !m.listening[s] {
 			return false
 		}
 	}
-	return w.changes.Load() == m.changes
+	return ws.changes[w.sync].Load() == m.changes
 }
 
-// Stop stops every watch.
+// Stop stops following: the watches that no other sync follows stop.
 func (w *Watch) Stop() { w.Follow(nil) }
 
-// updated counts an update that is a change (see Watch).
-func (w *Watch) updated(old, obj any) {
+// updated counts an update that is a change (see Watch), for the sync
+// the object was labelled by and, when its label changed, the one it is
+// labelled by now.
+func (ws *Watches) updated(old, obj any) {
 	before, ok1 := old.(*metav1.PartialObjectMetadata)
 	after, ok2 := obj.(*metav1.PartialObjectMetadata)
 	switch {
 	case !ok1 || !ok2:
-		w.changes.Add(1)
+		ws.changed(obj)
 	case before.ResourceVersion == after.ResourceVersion:
 		// A relist that found the object as it was.
 	case before.Annotations[metaHashKey] != after.Annotations[metaHashKey]:
-		w.changes.Add(1)
+		ws.changed(after)
+		if before.Labels[contract.LabelSync] != after.Labels[contract.LabelSync] {
+			ws.changed(before)
+		}
 	case after.Generation != 0 && before.Generation == after.Generation:
 		// Its status moved, not its spec.
 	default:
-		w.changes.Add(1)
+		ws.changed(after)
 	}
 }
 
 // slim keeps of a watched object what a change is judged by: its
-// identity, resourceVersion, generation, and a hash of its labels and
-// annotations (in place of them: a last-applied-configuration annotation
-// can be as large as the object).
+// identity, resourceVersion, generation, its sync label, and a hash of
+// its labels and annotations (in place of them: a
+// last-applied-configuration annotation can be as large as the object).
 func slim(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -172,6 +247,7 @@ func slim(obj any) (any, error) {
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		Labels:      map[string]string{contract.LabelSync: m.Labels[contract.LabelSync]},
 		Annotations: map[string]string{metaHashKey: string(h.Sum(nil))},
 	}}, nil
 }

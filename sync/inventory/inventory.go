@@ -132,6 +132,16 @@ func (s *Store) Load(ctx context.Context) (Record, error) {
 	return decode(cm), nil
 }
 
+// Delete deletes the record, for a sync that is gone; a record gone
+// already is no error.
+func (s *Store) Delete(ctx context.Context) error {
+	err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, s.name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete sync record %s/%s: %w", s.namespace, s.name, err)
+	}
+	return nil
+}
+
 // Save writes rec if it differs from what is stored, and reports whether
 // it wrote. A nil rec.Inventory leaves the stored inventory as it is (one
 // that could be neither read nor rebuilt stays for a later try). A write

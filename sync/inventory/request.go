@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -35,13 +36,36 @@ func (s *Store) Request(ctx context.Context, at time.Time) error {
 // values it finds first, the ConfigMap's creation by the first Save, and
 // an annotation removed are not requests.
 func (s *Store) WatchRequests(ctx context.Context, notify func()) {
-	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
-		}))
+	watchRequests(ctx, s.client, s.namespace, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
+	}, func(cm *corev1.ConfigMap) {
+		if cm.Name == s.name {
+			notify()
+		}
+	})
+}
+
+// WatchAllRequests is WatchRequests for every sync whose record is in
+// namespace, with one watch: notify is given the name of the sync asked
+// for.
+func WatchAllRequests(ctx context.Context, client kubernetes.Interface, namespace string, notify func(syncName string)) {
+	watchRequests(ctx, client, namespace, func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelManagedBy + "=" + managedBy
+	}, func(cm *corev1.ConfigMap) {
+		if name, ok := strings.CutPrefix(cm.Name, contract.NamePrefix); ok {
+			notify(name)
+		}
+	})
+}
+
+// watchRequests calls notify with each record of namespace, as tweak
+// lists them, that is asked for a sync (see WatchRequests).
+func watchRequests(ctx context.Context, client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions), notify func(*corev1.ConfigMap)) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(tweak))
 	informer := factory.Core().V1().ConfigMaps().Informer()
 	requested := func(obj any, key string) string {
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == s.name {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
 			return cm.Annotations[key]
 		}
 		return ""
@@ -50,7 +74,7 @@ func (s *Store) WatchRequests(ctx context.Context, notify func()) {
 		UpdateFunc: func(old, obj any) {
 			for _, key := range []string{contract.AnnotationRequestedAt, contract.AnnotationAcceptRewind} {
 				if now := requested(obj, key); now != "" && now != requested(old, key) {
-					notify()
+					notify(obj.(*corev1.ConfigMap))
 					return
 				}
 			}

@@ -1,0 +1,109 @@
+package rollout
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// One controller serves the workloads of every sync a replica owns (a
+// daemon of many syncs, Config.Owns): each sync hands its Deployments
+// over through its own SyncSink, a workload is reconciled only while its
+// sync is owned, and its writes go out as its sync's identity
+// (Config.ClientFor).
+
+// SyncSink is the controller as the DeploymentSink of one sync among
+// several: its hand-off forgets only the workloads of that sync that
+// left Git.
+type SyncSink struct {
+	*Controller
+	sync string
+}
+
+// ForSync returns the DeploymentSink of sync name.
+func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controller: c, sync: name} }
+
+// SyncDeployments is Controller.SyncDeployments for the sync's workloads.
+func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
+	return s.handOff(ctx, s.sync, commit, subject, desired)
+}
+
+// QueueSync queues every workload of sync name that the caches hold: a
+// replica that has just come to own the sync picks its rollouts up where
+// their annotations say they are.
+func (c *Controller) QueueSync(name string) {
+	selector := labels.SelectorFromSet(labels.Set{contract.LabelSync: name})
+	for _, v := range c.views {
+		deploys, err := v.deploys.List(selector)
+		if err != nil {
+			continue
+		}
+		for _, d := range deploys {
+			if w := d.Labels[contract.LabelWorkload]; w != "" {
+				c.queue.Add(d.Namespace + "/" + w)
+			}
+		}
+	}
+}
+
+// own holds the ownership of the sync of workload key for one reconcile
+// (Config.Owns); without Owns every workload is the controller's.
+func (c *Controller) own(key string) (release func(), owned bool) {
+	if c.owns == nil {
+		return func() {}, true
+	}
+	return c.owns(c.syncOf(key))
+}
+
+// syncOf names the sync of workload key: the plimsoll.dev/sync label of
+// the Deployment Git handed over, else of its Deployments in the caches;
+// "" when none tells.
+func (c *Controller) syncOf(key string) string {
+	if in, ok := c.intents.get(key); ok {
+		if name := in.syncName(); name != "" {
+			return name
+		}
+	}
+	ns, _, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return ""
+	}
+	v, ok := c.viewOf(ns)
+	if !ok {
+		return ""
+	}
+	for _, d := range indexed[*appsv1.Deployment](v.index.deploys, byWorkload, key) {
+		if name := d.Labels[contract.LabelSync]; name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// writer is the client the writes of workload key go out with: its
+// sync's (Config.ClientFor), else the controller's own.
+func (c *Controller) writer(key string) kubernetes.Interface {
+	if c.clientFor == nil {
+		return c.client
+	}
+	if client := c.clientFor(c.syncOf(key)); client != nil {
+		return client
+	}
+	return c.client
+}
+
+// syncName is the sync that handed the intent over: the plimsoll.dev/sync
+// label of its Git Deployment, or of the refused one.
+func (in intent) syncName() string {
+	for _, d := range []*appsv1.Deployment{in.git, in.refusedGit} {
+		if d != nil && d.Labels[contract.LabelSync] != "" {
+			return d.Labels[contract.LabelSync]
+		}
+	}
+	return ""
+}

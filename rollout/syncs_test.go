@@ -1,0 +1,71 @@
+package rollout
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// deploymentOf is Git's Deployment name of sync syncName.
+func deploymentOf(syncName, name string) *appsv1.Deployment {
+	d := gitDeployment("v1", nil)
+	d.Name, d.Labels[contract.LabelSync] = name, syncName
+	return d
+}
+
+// TestSyncSinksForgetOnlyTheirOwn: each sync hands its Deployments over
+// through its own sink; a sync whose commit has no Deployment left
+// forgets its own workloads, not another sync's, and a workload is
+// reconciled only while Owns says its sync is this replica's.
+func TestSyncSinksForgetOnlyTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	owned := map[string]bool{"team-a": true}
+	held := 0
+	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler), Once: false,
+		Owns: func(name string) (func(), bool) {
+			if !owned[name] {
+				return nil, false
+			}
+			held++
+			return func() { held-- }, true
+		}})
+	a, b := c.ForSync("team-a"), c.ForSync("team-b")
+	if err := a.SyncDeployments(ctx, "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SyncDeployments(ctx, "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SyncDeployments(ctx, "c3", "three", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.intents.get("shop/web"); ok {
+		t.Error("team-a's workload web is still held after it left team-a's Git")
+	}
+	if _, ok := c.intents.get("shop/api"); !ok {
+		t.Error("team-b's workload api was forgotten by team-a's hand-off")
+	}
+	if got := c.syncOf("shop/api"); got != "team-b" {
+		t.Errorf("syncOf(shop/api) = %q, want team-b", got)
+	}
+	if _, ok := c.own("shop/api"); ok {
+		t.Error("a workload of team-b, which this replica does not own, was owned")
+	}
+	owned["team-b"] = true
+	release, ok := c.own("shop/api")
+	if !ok || held != 1 {
+		t.Fatalf("own(shop/api) = %v with %d holds, want owned and held once", ok, held)
+	}
+	release()
+	if held != 0 {
+		t.Errorf("%d holds after release, want 0", held)
+	}
+	if got := c.writer("shop/api"); got != c.client {
+		t.Error("without ClientFor, a workload is not written with the controller's own client")
+	}
+}
