@@ -80,7 +80,7 @@ func (c *Controller) labelDeployment(ctx context.Context, d *appsv1.Deployment, 
 	if !missing {
 		return d, nil
 	}
-	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("label Deployment %s to adopt it: %w", d.Name, err)
@@ -108,7 +108,7 @@ func (c *Controller) labelReplicaSets(ctx context.Context, d *appsv1.Deployment,
 		}
 		patch, missing := labelPatch(rs.Labels, map[string]string{contract.LabelWorkload: workload})
 		if missing {
-			if rs, err = c.client.AppsV1().ReplicaSets(d.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
+			if rs, err = c.writerOf(d).AppsV1().ReplicaSets(d.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
 				metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 				return nil, fmt.Errorf("label ReplicaSet %s to adopt it: %w", list.Items[i].Name, err)
 			}

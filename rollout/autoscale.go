@@ -81,7 +81,7 @@ func (c *Controller) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
 // traffic over.
 func (c *Controller) retarget(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler, to string) error {
 	patch := fmt.Appendf(nil, `{"spec":{"scaleTargetRef":{"name":%q}}}`, to)
-	if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).Patch(ctx, h.Name, types.MergePatchType, patch,
+	if _, err := c.writerOf(h).AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).Patch(ctx, h.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("point HorizontalPodAutoscaler %s at Deployment %s: %w", h.Name, to, err)
 	}

@@ -287,7 +287,7 @@ func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.D
 	if err != nil || patch == nil {
 		return want, err
 	}
-	out, err := c.client.AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	out, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return want, nil

@@ -86,7 +86,7 @@ func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name str
 			uid = &metav1.Preconditions{UID: &rs.UID}
 		}
 	}
-	err := c.client.AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: uid})
+	err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: uid})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ReplicaSet %s: %w", name, err)
 	}
@@ -103,7 +103,7 @@ func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name str
 	if d == nil {
 		return nil
 	}
-	err := c.client.AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
+	err := c.writer(w.key()).AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Deployment %s: %w", name, err)
 	}
@@ -127,7 +127,7 @@ func (c *Controller) deletePod(ctx context.Context, w *workload, name string) er
 	if pre == nil {
 		return nil
 	}
-	err := c.client.CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: pre})
+	err := c.writer(w.key()).CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: pre})
 	if apierrors.IsConflict(err) {
 		c.log.Debug("pod changed since it was judged an orphan; judging again", "workload", w.ns+"/"+w.name, "pod", name)
 		return nil

@@ -67,7 +67,7 @@ func (c *Controller) patchDeployment(ctx context.Context, live, want *appsv1.Dep
 	if target == statusSubresource {
 		subresources = []string{statusSubresource}
 	}
-	out, err := c.client.AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, patchType, patch,
+	out, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, patchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, subresources...)
 	if err != nil {
 		return nil, fmt.Errorf("write Deployment %s: %w", live.Name, err)

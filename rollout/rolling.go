@@ -168,7 +168,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		}
 		force := true
 		scaledBy := c.hand.scaledBy(live)
-		out, err := c.client.AppsV1().Deployments(w.ns).Patch(ctx, git.Name, types.ApplyPatchType, body,
+		out, err := c.writer(w.key()).AppsV1().Deployments(w.ns).Patch(ctx, git.Name, types.ApplyPatchType, body,
 			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 		if err != nil {
 			return fmt.Errorf("apply: %w", err)

@@ -95,7 +95,7 @@ func (c *Controller) steer(ctx context.Context, w *workload, svc *corev1.Service
 	if err != nil {
 		return err
 	}
-	out, err := c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
+	out, err := c.writerFor(w, svc).CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case len(ch.set) == 0 && apierrors.IsNotFound(err):

@@ -116,7 +116,7 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 			fmt.Fprintf(&b, "%q:null", k)
 		}
 		patch := []byte(`{"metadata":{"annotations":{` + b.String() + `}}}`)
-		if _, err := c.client.AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch,
+		if _, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch,
 			metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return nil, fmt.Errorf("remove the annotations of the previous strategy: %w", err)
 		}
@@ -198,7 +198,7 @@ func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string
 			done = false
 			continue
 		}
-		err := c.client.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
+		err := c.writerOf(d).AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &d.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("delete Deployment %s %s: %w", d.Name, why, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -88,14 +89,54 @@ func (c *Controller) syncOf(key string) string {
 // writer is the client the writes of workload key go out with: its
 // sync's (Config.ClientFor), else the controller's own.
 func (c *Controller) writer(key string) kubernetes.Interface {
-	if c.clientFor == nil {
-		return c.client
+	return c.clientOfSync(c.syncOf(key))
+}
+
+// writerOf is the client that writes obj: that of the sync its
+// plimsoll.dev/sync label names, else of the workload its
+// plimsoll.dev/workload label names.
+func (c *Controller) writerOf(obj metav1.Object) kubernetes.Interface {
+	if name := obj.GetLabels()[contract.LabelSync]; name != "" {
+		return c.clientOfSync(name)
 	}
-	if client := c.clientFor(c.syncOf(key)); client != nil {
-		return client
+	return c.writer(obj.GetNamespace() + "/" + obj.GetLabels()[contract.LabelWorkload])
+}
+
+// writerFor is the client that writes obj for workload w: w's sync's;
+// obj's (see writerOf) for a write that is no workload's (nil w).
+func (c *Controller) writerFor(w *workload, obj metav1.Object) kubernetes.Interface {
+	if w == nil {
+		return c.writerOf(obj)
+	}
+	return c.writer(w.key())
+}
+
+// writerOfPod is the client that labels pod ns/name: its workload's, as
+// the pod's labels in the caches say.
+func (c *Controller) writerOfPod(ns, name string) kubernetes.Interface {
+	if v, ok := c.viewOf(ns); ok {
+		if obj, ok, _ := v.index.pods.GetByKey(ns + "/" + name); ok {
+			if pod, ok := obj.(metav1.Object); ok {
+				return c.writerOf(pod)
+			}
+		}
+	}
+	return c.clientOfSync("")
+}
+
+// clientOfSync is the client of sync name's writes (Config.ClientFor);
+// the controller's own without ClientFor, or when it gives none.
+func (c *Controller) clientOfSync(name string) kubernetes.Interface {
+	if c.clientFor != nil {
+		if client := c.clientFor(name); client != nil {
+			return client
+		}
 	}
 	return c.client
 }
+
+// key is the workload's key, "namespace/name".
+func (w *workload) key() string { return w.ns + "/" + w.name }
 
 // syncName is the sync that handed the intent over: the plimsoll.dev/sync
 // label of its Git Deployment, or of the refused one.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -67,5 +68,18 @@ func TestSyncSinksForgetOnlyTheirOwn(t *testing.T) {
 	}
 	if got := c.writer("shop/api"); got != c.client {
 		t.Error("without ClientFor, a workload is not written with the controller's own client")
+	}
+	teamB := fake.NewClientset()
+	c.clientFor = func(name string) kubernetes.Interface {
+		if name == "team-b" {
+			return teamB
+		}
+		return nil
+	}
+	if c.writer("shop/api") != teamB || c.writerOf(deploymentOf("team-b", "api-canary")) != teamB {
+		t.Error("a workload of team-b is not written with team-b's client")
+	}
+	if c.writerOf(deploymentOf("root", "site")) != c.client {
+		t.Error("a sync ClientFor gives no client for is not written with the controller's own")
 	}
 }

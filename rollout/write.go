@@ -25,7 +25,7 @@ import (
 func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd string) error {
 	path := annotationPath(contract.AnnotationCommand)
 	patch := fmt.Appendf(nil, `[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q}]`, path, cmd, path)
-	_, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err):
 		// Cleared, gone, or the command is no longer cmd (the API server
@@ -45,7 +45,7 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
 		contract.LabelServing, v, contract.AnnotationServed, v)
-	out, err := c.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	out, err := c.writerOfPod(ns, pod).CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -59,7 +59,7 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 // setRole sets plimsoll.dev/role on d and returns d as written.
 func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role strategies.Role) (*appsv1.Deployment, error) {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationRole, role)
-	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
@@ -78,7 +78,7 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 // has it (see recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
-		created, err := c.client.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		created, err := c.writerOf(want).AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 		if err != nil {
 			return fmt.Errorf("create Deployment %s: %w", want.Name, err)
 		}
