@@ -73,8 +73,13 @@ const (
 
 // Config wires an Applier.
 type Config struct {
-	// Dynamic is the client for every kind.
+	// Dynamic is the client for every kind: every write goes through it
+	// (as the sync's identity, when it impersonates one).
 	Dynamic dynamic.Interface
+	// Reads, when set, is the client the lists and reads of live objects
+	// go through (the daemon's own rights, which may see more than the
+	// sync's identity); Dynamic when nil.
+	Reads dynamic.Interface
 	// Mapper maps kinds to resources; reset after CRDs are applied.
 	Mapper meta.ResettableRESTMapper
 	// Discovery lists the kinds the cluster serves, for Rebuild.
@@ -100,6 +105,14 @@ type Applier struct {
 	// rediscovered is set once this sync has reset the cached discovery
 	// for a kind it did not know (see Namespaced).
 	rediscovered bool
+}
+
+// reads is the client of lists and reads (Config.Reads).
+func (a *Applier) reads() dynamic.Interface {
+	if a.cfg.Reads != nil {
+		return a.cfg.Reads
+	}
+	return a.cfg.Dynamic
 }
 
 // New returns an Applier.
@@ -278,9 +291,9 @@ func (a *Applier) readLive(ctx context.Context, scopes []Scope) (map[manifest.Ke
 // holds nothing.
 func (a *Applier) listScopes(ctx context.Context, scopes []Scope, opts metav1.ListOptions, add func(*unstructured.Unstructured)) error {
 	for _, s := range scopes {
-		var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(s.Resource)
+		var client dynamic.ResourceInterface = a.reads().Resource(s.Resource)
 		if s.Namespace != "" {
-			client = a.cfg.Dynamic.Resource(s.Resource).Namespace(s.Namespace)
+			client = a.reads().Resource(s.Resource).Namespace(s.Namespace)
 		}
 		list, err := client.List(ctx, opts)
 		if err != nil {

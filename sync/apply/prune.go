@@ -175,7 +175,7 @@ func (a *Applier) workloadReferences(ctx context.Context, entries []inventory.En
 // which carry the label of their template.
 func (a *Applier) listWorkloads(ctx context.Context, ns string) ([]*appsv1.Deployment, []*appsv1.ReplicaSet, error) {
 	opts := metav1.ListOptions{LabelSelector: contract.LabelWorkload}
-	list, err := a.cfg.Dynamic.Resource(DeploymentsResource).Namespace(ns).List(ctx, opts)
+	list, err := a.reads().Resource(DeploymentsResource).Namespace(ns).List(ctx, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list Deployments in %q: %w", ns, err)
 	}
@@ -183,7 +183,7 @@ func (a *Applier) listWorkloads(ctx context.Context, ns string) ([]*appsv1.Deplo
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err = a.cfg.Dynamic.Resource(replicaSetsResource).Namespace(ns).List(ctx, opts)
+	list, err = a.reads().Resource(replicaSetsResource).Namespace(ns).List(ctx, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list ReplicaSets in %q: %w", ns, err)
 	}
@@ -208,8 +208,8 @@ func typed[T any](list *unstructured.UnstructuredList) ([]*T, error) {
 }
 
 // liveEntry reads the live object of an inventory entry and returns the
-// client of its resource; a nil object when it is gone or its kind is no
-// longer served.
+// client that writes its resource; a nil object when it is gone or its
+// kind is no longer served.
 func (a *Applier) liveEntry(ctx context.Context, e inventory.Entry) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(e.APIVersion)
 	if err != nil {
@@ -222,11 +222,8 @@ func (a *Applier) liveEntry(ctx context.Context, e inventory.Entry) (dynamic.Res
 	if err != nil {
 		return nil, nil, err
 	}
-	var client dynamic.ResourceInterface = a.cfg.Dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		client = a.cfg.Dynamic.Resource(mapping.Resource).Namespace(e.Namespace)
-	}
-	live, err := client.Get(ctx, e.Name, metav1.GetOptions{})
+	client, reader := resourceOf(a.cfg.Dynamic, mapping, e.Namespace), resourceOf(a.reads(), mapping, e.Namespace)
+	live, err := reader.Get(ctx, e.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return client, nil, nil
@@ -234,4 +231,13 @@ func (a *Applier) liveEntry(ctx context.Context, e inventory.Entry) (dynamic.Res
 		return nil, nil, fmt.Errorf("read it: %w", err)
 	}
 	return client, live, nil
+}
+
+// resourceOf is client's interface to the resource of mapping, in
+// namespace ns when the resource is namespaced.
+func resourceOf(client dynamic.Interface, mapping *meta.RESTMapping, ns string) dynamic.ResourceInterface {
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return client.Resource(mapping.Resource).Namespace(ns)
+	}
+	return client.Resource(mapping.Resource)
 }

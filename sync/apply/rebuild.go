@@ -62,12 +62,12 @@ func (a *Applier) Rebuild(ctx context.Context, namespaces []string, skip manifes
 				continue
 			}
 			gvr := gv.WithResource(r.Name)
-			scopes := []dynamic.ResourceInterface{a.cfg.Dynamic.Resource(gvr)}
+			scopes := []dynamic.ResourceInterface{a.reads().Resource(gvr)}
 			switch {
 			case r.Namespaced && len(namespaces) > 0:
 				scopes = scopes[:0]
 				for _, ns := range namespaces {
-					scopes = append(scopes, a.cfg.Dynamic.Resource(gvr).Namespace(ns))
+					scopes = append(scopes, a.reads().Resource(gvr).Namespace(ns))
 				}
 			case !r.Namespaced && len(namespaces) > 0:
 				continue // the sync writes no cluster-scoped object
