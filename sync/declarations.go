@@ -98,3 +98,21 @@ func isKind(obj manifest.Object, group, kind string) bool {
 	gvk := obj.Obj.GroupVersionKind()
 	return gvk.Group == group && gvk.Kind == kind
 }
+
+// Refuse records that the sync cannot run as declared (the identity it
+// names may not be used, say): its status Failed with err, and a Warning
+// Event. Nothing is applied or pruned; what it applied before keeps
+// running.
+func (s *Syncer) Refuse(ctx context.Context, err error) error {
+	rec, lerr := s.cfg.Store.Load(ctx)
+	if lerr != nil {
+		return lerr
+	}
+	st := rec.Status
+	st.State = contract.SyncFailed
+	st.Message = fmt.Sprintf("declaration refused (still running %s): %s", shortOrNone(st.Commit), oneLine(err))
+	s.report(ctx, st, err)
+	rec.Status = st
+	_, serr := s.cfg.Store.Save(ctx, rec)
+	return serr
+}

@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
 	"plimsoll.dev/plimsoll/contract"
 	psync "plimsoll.dev/plimsoll/sync"
+	"plimsoll.dev/plimsoll/sync/fleet"
 	"plimsoll.dev/plimsoll/sync/webhook"
 )
 
@@ -39,6 +41,11 @@ type runOptions struct {
 	ui                uiOptions
 	webhookSecretFile string
 	leaderElect       bool
+	// syncsNamespace is --syncs-namespace: where sync declarations are
+	// taken from; "" for a daemon of one sync.
+	syncsNamespace string
+	// syncWorkers is --sync-workers.
+	syncWorkers int
 }
 
 func newRunCommand() *cobra.Command {
@@ -60,6 +67,8 @@ func newRunCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address of /healthz, /readyz, /metrics and POST /hook; empty to disable")
 	cmd.Flags().StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret; /hook is disabled without it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", false, "act only while holding the leader Lease (for more than one replica)")
+	cmd.Flags().StringVar(&o.syncsNamespace, "syncs-namespace", "", "take sync declarations (ConfigMaps labelled plimsoll.dev/sync-declaration) from this namespace, and serve them beside the sync of the flags; the replicas share the syncs (default: one sync, no declarations)")
+	cmd.Flags().IntVar(&o.syncWorkers, "sync-workers", fleet.DefaultWorkers, "with --syncs-namespace, how many syncs poll at once")
 	o.ui.addFlags(cmd.Flags(), "ui-", defaultDaemonUIListen, "the read-only web view; empty to disable")
 	return cmd
 }
@@ -77,44 +86,57 @@ func (o *runOptions) run(ctx context.Context, uiExplicit bool) error {
 		return err
 	}
 	defer stopNotifying(notifier)
+	secret, err := o.webhookSecret()
+	if err != nil {
+		return err
+	}
+	if o.syncsNamespace != "" {
+		return o.runMany(ctx, log, reg, notifier, secret, uiExplicit)
+	}
 	d, err := wire(&o.sourceOptions, log, reg, false, notifier)
 	if err != nil {
 		return err
 	}
-	var secret []byte
-	if o.webhookSecretFile != "" {
-		v, err := secretFrom(o.webhookSecretFile, "", "webhook secret")
-		if err != nil {
-			return err
-		}
-		if v == "" {
-			return fmt.Errorf("webhook secret file %s is empty", o.webhookSecretFile)
-		}
-		secret = []byte(v)
-	}
-	if o.listen != "" {
-		srv, addr, err := serve(o.listen, d, reg, secret, log)
-		if err != nil {
-			return err
-		}
-		log.Info("serving", "addr", addr, "webhook", secret != nil)
-		defer func() {
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			_ = srv.Shutdown(shutdownCtx)
-		}()
-	}
-	uiCtx, stopUI := context.WithCancel(ctx)
-	defer stopUI()
-	if err := o.startDaemonUI(uiCtx, d, log, uiExplicit); err != nil {
+	stop, err := o.startServing(ctx, reg, secret, log, d.readiness, d.hook(log), d.client, uiExplicit)
+	if err != nil {
 		return err
 	}
+	defer stop()
 	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
 		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
 	if !o.leaderElect {
 		return o.runExclusive(ctx, d, log)
 	}
 	return o.runAsLeader(ctx, d, log)
+}
+
+// startServing starts the endpoints of --listen (see serve) and the web
+// view of --ui-listen, reading the cluster with client; stop stops both.
+func (o *runOptions) startServing(ctx context.Context, reg *prometheus.Registry, secret []byte, log *slog.Logger,
+	ready func() (string, bool), hook func(), client kubernetes.Interface, uiExplicit bool) (stop func(), err error) {
+	uiCtx, stopUI := context.WithCancel(ctx)
+	var srv *http.Server
+	stop = func() {
+		stopUI()
+		if srv != nil {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = srv.Shutdown(shutdownCtx)
+		}
+	}
+	if o.listen != "" {
+		var addr string
+		if srv, addr, err = serve(o.listen, reg, secret, log, ready, hook); err != nil {
+			stopUI()
+			return nil, err
+		}
+		log.Info("serving", "addr", addr, "webhook", secret != nil)
+	}
+	if err := o.startDaemonUI(uiCtx, client, log, uiExplicit); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
 
 // run runs the rollout controller and the syncer until ctx ends or one of
@@ -130,45 +152,76 @@ func (d *daemon) run(ctx context.Context) error {
 	return errors.Join(err, <-errs)
 }
 
-// serve starts the HTTP endpoints and returns the server and the address it
-// listens on.
-func serve(addr string, d *daemon, reg *prometheus.Registry, secret []byte, log *slog.Logger) (*http.Server, string, error) {
+// webhookSecret reads --webhook-secret-file; nil without it.
+func (o *runOptions) webhookSecret() ([]byte, error) {
+	if o.webhookSecretFile == "" {
+		return nil, nil
+	}
+	v, err := secretFrom(o.webhookSecretFile, "", "webhook secret")
+	if err != nil {
+		return nil, err
+	}
+	if v == "" {
+		return nil, fmt.Errorf("webhook secret file %s is empty", o.webhookSecretFile)
+	}
+	return []byte(v), nil
+}
+
+// readiness answers /readyz: ready once the first sync was attempted, and
+// on a standby; not while another daemon holds the sync.
+func (d *daemon) readiness() (string, bool) {
+	if d.standby.Load() {
+		return "ok: standby", true
+	}
+	if !d.writable() {
+		return d.blocked(), false
+	}
+	select {
+	case <-d.syncer.Ready():
+		return "ok", true
+	default:
+		return "first sync not attempted yet", false
+	}
+}
+
+// hook is what a good push hook does: a sync now, or, on a daemon that
+// does not hold the sync, a request to its holder.
+func (d *daemon) hook(log *slog.Logger) func() {
+	return func() {
+		if !d.standby.Load() && d.writable() {
+			log.Info("webhook received; syncing now")
+			d.syncer.Trigger()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		if err := d.store.Request(ctx, time.Now()); err != nil {
+			log.Error("pass the webhook on to the leader", "err", err)
+			return
+		}
+		log.Info("webhook received by a daemon that does not hold the sync; sync requested from its holder")
+	}
+}
+
+// serve starts the HTTP endpoints and returns the server and the address
+// it listens on. ready answers /readyz; hook is what a good push hook
+// does.
+func serve(addr string, reg *prometheus.Registry, secret []byte, log *slog.Logger, ready func() (string, bool), hook func()) (*http.Server, string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if d.standby.Load() {
-			_, _ = w.Write([]byte("ok: standby\n"))
+		text, ok := ready()
+		if !ok {
+			http.Error(w, text, http.StatusServiceUnavailable)
 			return
 		}
-		if !d.writable() {
-			http.Error(w, d.blocked(), http.StatusServiceUnavailable)
-			return
-		}
-		select {
-		case <-d.syncer.Ready():
-			_, _ = w.Write([]byte("ok\n"))
-		default:
-			http.Error(w, "first sync not attempted yet", http.StatusServiceUnavailable)
-		}
+		_, _ = w.Write([]byte(text + "\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if secret != nil {
-		mux.Handle("/hook", webhook.Handler(secret, func() {
-			if !d.standby.Load() && d.writable() {
-				log.Info("webhook received; syncing now")
-				d.syncer.Trigger()
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-			defer cancel()
-			if err := d.store.Request(ctx, time.Now()); err != nil {
-				log.Error("pass the webhook on to the leader", "err", err)
-				return
-			}
-			log.Info("webhook received by a daemon that does not hold the sync; sync requested from its holder")
-		}))
+		mux.Handle("/hook", webhook.Handler(secret, hook))
 	} else {
 		mux.HandleFunc("/hook", func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "webhook not configured (--webhook-secret-file)", http.StatusNotFound)

@@ -117,7 +117,7 @@ func parseRepos(flags []string) (map[string]string, error) {
 // ends, reading what the daemon reads. The default address is tried and
 // let go when it is taken (another daemon on this machine serves its
 // view there); an address given with the flag must be had.
-func (o *runOptions) startDaemonUI(ctx context.Context, d *daemon, log *slog.Logger, explicit bool) error {
+func (o *runOptions) startDaemonUI(ctx context.Context, client kubernetes.Interface, log *slog.Logger, explicit bool) error {
 	if o.ui.listen == "" {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (o *runOptions) startDaemonUI(ctx context.Context, d *daemon, log *slog.Log
 	}
 	log.Info("serving the web view", "addr", ln.Addr().String())
 	go func() {
-		if err := serveUI(ctx, ln, d.client, &o.ui, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+		if err := serveUI(ctx, ln, client, &o.ui, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("serve the web view", "err", err)
 		}
 	}()

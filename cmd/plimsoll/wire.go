@@ -69,32 +69,15 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, err
 	}
-	restCfg, err := o.restConfig()
+	k, err := o.connect()
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(protobuf(restCfg))
-	if err != nil {
-		return nil, fmt.Errorf("build Kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("build dynamic client: %w", err)
-	}
+	restCfg, client, dyn, cached, mapper := k.rest, k.client, k.dynamic, k.discovery, k.mapper
 	var watch *apply.Watch
 	if !once {
-		meta, err := metadata.NewForConfig(restCfg)
-		if err != nil {
-			return nil, fmt.Errorf("build metadata client: %w", err)
-		}
-		watch = apply.NewWatch(meta, o.syncName)
+		watch = apply.NewWatch(k.metadata, o.syncName)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("build discovery client: %w", err)
-	}
-	cached := memory.NewMemCacheClient(disc)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
 
@@ -146,6 +129,44 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	})
 	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
 	return d, nil
+}
+
+// cluster is the daemon's connection to the cluster: its clients, with
+// its own rights, and the discovery of the kinds the cluster serves.
+type cluster struct {
+	rest      *rest.Config
+	client    kubernetes.Interface
+	dynamic   dynamic.Interface
+	metadata  metadata.Interface
+	discovery discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// connect builds the clients from the flags.
+func (o *sourceOptions) connect() (*cluster, error) {
+	restCfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(protobuf(restCfg))
+	if err != nil {
+		return nil, fmt.Errorf("build Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	meta, err := metadata.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build metadata client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(disc)
+	return &cluster{rest: restCfg, client: client, dynamic: dyn, metadata: meta, discovery: cached,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
 }
 
 // charts builds the Helm chart renderer from the flags: fetched archives

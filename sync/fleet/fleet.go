@@ -50,7 +50,8 @@ type Sync struct {
 	Syncer *psync.Syncer
 	Repo   *Repo
 	// Prepare, when set, runs before the sync's first poll after it was
-	// put (or came back to this replica); an error is retried at the next
+	// put (or came back to this replica); an error refuses the sync (its
+	// status says why, see sync.Syncer.Refuse) and is retried at the next
 	// turn, with the sync's backoff.
 	Prepare func(ctx context.Context) error
 }
@@ -272,6 +273,8 @@ func (f *Fleet) process(ctx context.Context) bool {
 	err := f.prepare(ctx, e)
 	if err == nil {
 		err = s.Syncer.Poll(ctx)
+	} else if rerr := s.Syncer.Refuse(ctx, err); rerr != nil {
+		f.cfg.Log.Error("record the refusal of the sync", "sync", name, "err", rerr)
 	}
 	s.Repo.doneReading()
 	if ctx.Err() != nil {

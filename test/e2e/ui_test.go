@@ -30,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -635,21 +634,5 @@ func viewerKubeconfig(t *testing.T, ns string) string {
 	kubectl(t, "-n", ns, "create", "role", "viewer", "--verb=get,list,watch",
 		"--resource=deployments.apps,replicasets.apps,services,endpointslices.discovery.k8s.io,configmaps,events")
 	kubectl(t, "-n", ns, "create", "rolebinding", "viewer", "--role=viewer", "--serviceaccount="+ns+":viewer")
-	token := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", "viewer", "--duration=1h"))
-	cfg, err := clientcmd.LoadFromFile(suite.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Token, user.TokenFile = token, ""
-		user.ClientCertificate, user.ClientCertificateData, user.ClientKey, user.ClientKeyData = "", nil, "", nil
-	}
-	for _, c := range cfg.Contexts {
-		c.Namespace = ns
-	}
-	path := filepath.Join(t.TempDir(), "viewer.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return tokenKubeconfig(t, ns, "viewer", ns)
 }

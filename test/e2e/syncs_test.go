@@ -1,0 +1,303 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
+)
+
+// platform is the home of a daemon of many syncs: its namespace (the
+// records, the declarations and the Leases), the root repository that
+// declares the syncs, and the daemon's identity: a ServiceAccount that may
+// do everything but impersonate, and may impersonate only the deployer of
+// each team.
+type platform struct {
+	home       string
+	root       *gitRepo
+	kubeconfig string
+	cacheDir   string
+}
+
+// newPlatform makes a platform: its namespace, root repository and
+// identity.
+func newPlatform(t *testing.T) *platform {
+	t.Helper()
+	p := &platform{home: kit.NewNamespace(t, suite.client, "syncs"), root: newGitRepo(t), cacheDir: t.TempDir()}
+	role := "plimsoll-e2e-" + p.home
+	kubectlApply(t, p.home, map[string]string{"rbac.yaml": fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: plimsoll, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[2]s}
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: [get, list, watch, create, update, patch, delete, deletecollection]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[2]s}
+subjects: [{kind: ServiceAccount, name: plimsoll, namespace: %[1]s}]
+`, p.home, role)})
+	t.Cleanup(func() {
+		kubectl(t, "delete", "--ignore-not-found", "clusterrolebinding/"+role, "clusterrole/"+role)
+	})
+	p.kubeconfig = tokenKubeconfig(t, p.home, "plimsoll", "")
+	return p
+}
+
+// tokenKubeconfig is the admin kubeconfig with the credentials of
+// ServiceAccount ns/name, and namespace contextNS in its contexts when
+// it is not "".
+func tokenKubeconfig(t *testing.T, ns, name, contextNS string) string {
+	t.Helper()
+	token := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", name, "--duration=1h"))
+	cfg, err := clientcmd.LoadFromFile(suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Token, user.TokenFile = token, ""
+		user.ClientCertificate, user.ClientCertificateData, user.ClientKey, user.ClientKeyData = "", nil, "", nil
+	}
+	for _, c := range cfg.Contexts {
+		if contextNS != "" {
+			c.Namespace = contextNS
+		}
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// team makes the namespace of a team and its ServiceAccount deployer,
+// which may do anything in that namespace and nothing elsewhere; the
+// platform's daemon may impersonate it.
+func (p *platform) team(t *testing.T, name string) string {
+	t.Helper()
+	ns := kit.NewNamespace(t, suite.client, name)
+	kubectlApply(t, ns, map[string]string{"team.yaml": fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: deployer, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: deployer, namespace: %[1]s}
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}
+subjects: [{kind: ServiceAccount, name: deployer, namespace: %[1]s}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: plimsoll-impersonates, namespace: %[1]s}
+rules:
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  resourceNames: [deployer]
+  verbs: [impersonate]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: plimsoll-impersonates, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: plimsoll-impersonates}
+subjects: [{kind: ServiceAccount, name: plimsoll, namespace: %[2]s}]
+`, ns, p.home)})
+	return ns
+}
+
+// declaration is the document of a ConfigMap in the platform's namespace
+// declaring sync name with body, the fields of its sync.yaml.
+func (p *platform) declaration(name, body string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  namespace: %s
+  labels: {plimsoll.dev/sync-declaration: "true"}
+data:
+  sync.yaml: |
+%s`, name, p.home, indent(body, "    "))
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// RunFlags runs the platform's daemon: the root sync of its repository,
+// declarations taken from its namespace, as its ServiceAccount.
+func (p *platform) RunFlags(extra ...string) (string, []string) {
+	return suite.plimsoll, append([]string{
+		"--repo", p.root.URL(), "--kubeconfig", p.kubeconfig, "--namespace", p.home, "--status-namespace", p.home,
+		"--sync-name", "root", "--cache-dir", p.cacheDir, "--syncs-namespace", p.home, "--interval", "2s", "--ui-listen", "",
+	}, extra...)
+}
+
+// record returns the annotations of sync name's record; nil when it does
+// not exist.
+func (p *platform) record(t *testing.T, name string) map[string]string {
+	t.Helper()
+	cm, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), "plimsoll-sync-"+name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Annotations == nil {
+		return map[string]string{}
+	}
+	return cm.Annotations
+}
+
+// waitForSynced waits until sync name has applied commit.
+func (p *platform) waitForSynced(t *testing.T, name, commit string) {
+	t.Helper()
+	waitFor(t, "sync "+name+" to apply "+commit[:7], func(context.Context) (bool, error) {
+		r := p.record(t, name)
+		return r["plimsoll.dev/sync-status"] == "Synced" && r["plimsoll.dev/commit"] == commit, nil
+	})
+}
+
+// waitForRefused waits until sync name's record says commit failed, and
+// returns its message.
+func (p *platform) waitForRefused(t *testing.T, name, commit string) string {
+	t.Helper()
+	var msg string
+	waitFor(t, "sync "+name+" to refuse "+commit[:7], func(context.Context) (bool, error) {
+		r := p.record(t, name)
+		msg = r["plimsoll.dev/message"]
+		return r["plimsoll.dev/sync-status"] == "Failed" && strings.Contains(msg, "commit "+commit[:7]+" not applied"), nil
+	})
+	return msg
+}
+
+// configMapOf reads ConfigMap ns/name; nil when it does not exist.
+func configMapData(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	cm, err := suite.client.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data == nil {
+		return map[string]string{}
+	}
+	return cm.Data
+}
+
+// configMapDoc is ConfigMap name in ns holding key=value.
+func configMapDoc(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s}\ndata: {value: %q}\n", name, ns, value)
+}
+
+// TestDeclaredSyncs: a root sync whose Git tree declares three syncs, two
+// paths of one repository and a second repository, each applying into
+// its own namespace as its own ServiceAccount. A sync that tries to write
+// into another team's namespace is refused, and nothing of that commit is
+// applied; a sync removed from Git is retired: what it applied is pruned
+// (or left, with prune off) and its record goes.
+func TestDeclaredSyncs(t *testing.T) {
+	parallel(t)
+	p := newPlatform(t)
+	a, b, c := p.team(t, "team-a"), p.team(t, "team-b"), p.team(t, "team-c")
+	apps, other := newGitRepo(t), newGitRepo(t)
+	apps.commit("teams a and b", map[string]string{
+		"a/config.yaml": configMapDoc(a, "a-config", "one"),
+		"b/config.yaml": configMapDoc(b, "b-config", "one"),
+	})
+	other.commit("team c", map[string]string{"config.yaml": configMapDoc(c, "c-config", "one")})
+	decl := func(name, repo, path, ns string, extra string) string {
+		return p.declaration(name, fmt.Sprintf("repository: %s\npath: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n%s",
+			repo, path, ns, ns, extra))
+	}
+	declarations := map[string]string{
+		"teams/a.yaml": decl("team-a", apps.URL(), "a", a, ""),
+		"teams/b.yaml": decl("team-b", apps.URL(), "b", b, "prune: false\n"),
+		"teams/c.yaml": decl("team-c", other.URL(), ".", c, ""),
+	}
+	rootHead := p.root.commit("three teams", declarations)
+	d := kit.StartDaemon(t, p)
+	p.waitForSynced(t, "root", rootHead)
+	appsHead := strings.TrimSpace(apps.git(apps.work, "rev-parse", "HEAD"))
+	p.waitForSynced(t, "team-a", appsHead)
+	p.waitForSynced(t, "team-b", appsHead)
+	p.waitForSynced(t, "team-c", strings.TrimSpace(other.git(other.work, "rev-parse", "HEAD")))
+	for ns, name := range map[string]string{a: "a-config", b: "b-config", c: "c-config"} {
+		if got := configMapData(t, ns, name)["value"]; got != "one" {
+			t.Errorf("ConfigMap %s/%s holds %q, want one", ns, name, got)
+		}
+	}
+
+	// Team b reaches into team a's namespace: its account may not, the
+	// dry-run says so, and nothing of the commit is applied.
+	intrusion := apps.commit("team b reaches into team a", map[string]string{
+		"b/config.yaml":    configMapDoc(b, "b-config", "two"),
+		"b/new.yaml":       configMapDoc(b, "b-new", "two"),
+		"b/intrusion.yaml": configMapDoc(a, "from-b", "taken"),
+	})
+	p.waitForSynced(t, "team-a", intrusion) // a's path did not change; a applies the commit as it is
+	msg := p.waitForRefused(t, "team-b", intrusion)
+	for _, want := range []string{"b/intrusion.yaml", "forbidden", "system:serviceaccount:" + b + ":deployer", a} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("team-b's message %q does not say %q", msg, want)
+		}
+	}
+	if configMapData(t, a, "from-b") != nil {
+		t.Error("team b's ConfigMap was created in team a's namespace")
+	}
+	if configMapData(t, b, "b-new") != nil || configMapData(t, b, "b-config")["value"] != "one" {
+		t.Errorf("a part of team b's refused commit was applied: b-new %v, b-config %v", configMapData(t, b, "b-new"), configMapData(t, b, "b-config"))
+	}
+
+	// Teams b (prune off) and c leave Git.
+	delete(declarations, "teams/b.yaml")
+	gone := p.root.commit("teams b and c leave", map[string]string{"teams/b.yaml": "", "teams/c.yaml": ""})
+	p.waitForSynced(t, "root", gone)
+	waitFor(t, "the records of teams b and c to go", func(context.Context) (bool, error) {
+		return p.record(t, "team-b") == nil && p.record(t, "team-c") == nil, nil
+	})
+	waitFor(t, "team c's ConfigMap to be pruned", func(context.Context) (bool, error) {
+		return configMapData(t, c, "c-config") == nil, nil
+	})
+	if configMapData(t, b, "b-config") == nil {
+		t.Error("team b's ConfigMap was pruned, though its prune is off")
+	}
+	for _, name := range []string{"team-b", "team-c"} {
+		if _, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the declaration of %s: %v, want it gone (its finalizer taken off)", name, err)
+		}
+	}
+	if r := p.record(t, "team-a"); r["plimsoll.dev/sync-status"] != "Synced" {
+		t.Errorf("team a, which stays, is %q", r["plimsoll.dev/sync-status"])
+	}
+	d.FailIfExited(t)
+}
