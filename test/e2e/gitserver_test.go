@@ -32,6 +32,8 @@ type gitServer struct {
 
 	mu   gosync.Mutex
 	mode string
+	// hanging counts the requests held by the hang mode right now.
+	hanging int
 }
 
 // newGitServer serves repo (a gitRepo's bare repository) until the test
@@ -59,6 +61,8 @@ func newGitServer(t *testing.T, repo *gitRepo, user, password string) *gitServer
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch s.currentMode() {
 		case serverHang:
+			s.hang(1)
+			defer s.hang(-1)
 			select {
 			case <-r.Context().Done():
 			case <-done:
@@ -104,4 +108,18 @@ func (s *gitServer) currentMode() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
+}
+
+// hang counts a request that the hang mode holds (+1) or let go (-1).
+func (s *gitServer) hang(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hanging += n
+}
+
+// hangingNow is how many requests the hang mode holds now.
+func (s *gitServer) hangingNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hanging
 }
