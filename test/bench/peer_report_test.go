@@ -163,8 +163,8 @@ var (
 	cpuSeconds  = measure{"CPU", func(p peerPhase) float64 { return p.CPUSeconds }, cpuCell, 0, false}
 	peakRSS     = measure{"peak RSS", func(p peerPhase) float64 { return float64(p.PeakRSSKiB) }, mib, targetRatio, false}
 	idleRSS     = measure{"RSS at idle", func(p peerPhase) float64 { return float64(p.RSSKiB) }, mib, targetRatio, false}
-	ownRequests = measure{"API requests, own", func(p peerPhase) float64 { return float64(p.Requests.total()) }, count, 0, false}
-	allRequests = measure{"API requests, all clients", func(p peerPhase) float64 { return float64(p.All.total()) }, count, 0, false}
+	ownRequests = measure{"API requests, own", func(p peerPhase) float64 { return float64(p.Requests.Total()) }, count, 0, false}
+	allRequests = measure{"API requests, all clients", func(p peerPhase) float64 { return float64(p.All.Total()) }, count, 0, false}
 	idleCPU     = measure{"idle CPU / min", func(p peerPhase) float64 { return p.CPUSeconds * 60 / p.Seconds }, idleCPUCell, targetIdleRatio, false}
 )
 

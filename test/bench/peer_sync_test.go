@@ -124,13 +124,13 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 			if err != nil {
 				t.Fatal(err)
 			}
-			beforeProxy := proxy.snapshot()
+			beforeProxy := proxy.Snapshot()
 			p := runMeasured(t, bin, args...)
 			afterAPI, err := scrapeRequests(ctx, client)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.Requests, p.All = proxy.snapshot().minus(beforeProxy), afterAPI.minus(beforeAPI)
+			p.Requests, p.All = proxy.Snapshot().Minus(beforeProxy), afterAPI.Minus(beforeAPI)
 			rec.Phases[phase] = p
 			t.Logf("sync %s N=%d run %d %s: %s", tool, n, run, phase, p.summary())
 		}
@@ -187,7 +187,7 @@ func (e peerEnv) newRecord(part, tool string, n, run int) peerRecord {
 func (m *meter) between(before, after reading) peerPhase {
 	return peerPhase{
 		CPUSeconds: after.cpu - before.cpu, PeakRSSKiB: after.peakRSS, RSSKiB: after.rss,
-		Requests: after.daemon.minus(before.daemon), All: after.api.minus(before.api),
+		Requests: after.daemon.Minus(before.daemon), All: after.api.Minus(before.api),
 	}
 }
 
@@ -210,7 +210,7 @@ func runMeasured(t *testing.T, bin string, args ...string) peerPhase {
 // summary is one line on a measurement.
 func (p peerPhase) summary() string {
 	s := fmt.Sprintf("%s, CPU %.1f s, peak RSS %d MiB, requests %d (all clients %d)",
-		seconds(p.Seconds), p.CPUSeconds, p.PeakRSSKiB/1024, p.Requests.total(), p.All.total())
+		seconds(p.Seconds), p.CPUSeconds, p.PeakRSSKiB/1024, p.Requests.Total(), p.All.Total())
 	if !p.Finished {
 		s = "did not finish in " + s
 	}

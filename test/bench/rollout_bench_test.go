@@ -263,8 +263,8 @@ func driverRun(t *testing.T, env rolloutEnv, cfg *rest.Config, client kubernetes
 	rec.Idle = idleRecord{
 		Seconds:    after.at.Sub(before.at).Seconds(),
 		CPUSeconds: after.cpu - before.cpu,
-		API:        after.api.minus(before.api),
-		Daemon:     after.daemon.minus(before.daemon),
+		API:        after.api.Minus(before.api),
+		Daemon:     after.daemon.Minus(before.daemon),
 	}
 	rec.PeakRSSKiB = max(rec.Initial.PeakRSSKiB, rec.Canary.PeakRSSKiB, rec.BlueGreen.PeakRSSKiB, after.peakRSS)
 	rec.Load = append(rec.Load, loadAverage())
@@ -319,7 +319,7 @@ func (m *meter) read(resetPeak bool) reading {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reading{at: time.Now(), cpu: cpu, harness: harness, peakRSS: peak, rss: rss, api: api, daemon: m.proxy.snapshot()}
+	return reading{at: time.Now(), cpu: cpu, harness: harness, peakRSS: peak, rss: rss, api: api, daemon: m.proxy.Snapshot()}
 }
 
 // phase measures what happened since reading before: the rollout of n
@@ -333,7 +333,7 @@ func (m *meter) phase(before reading, start time.Time, n int, done bool, bound t
 		Workloads: n, Healthy: len(times), Degraded: m.watch.count(ss, phaseDegraded),
 		Finished: done, BoundSeconds: bound.Seconds(),
 		CPUSeconds: after.cpu - before.cpu, HarnessCPUSeconds: after.harness - before.harness, PeakRSSKiB: after.peakRSS,
-		API: after.api.minus(before.api), Daemon: after.daemon.minus(before.daemon),
+		API: after.api.Minus(before.api), Daemon: after.daemon.Minus(before.daemon),
 	}
 	if at, ok := m.watch.appliedAt(key); ok {
 		p.AppliedSeconds = at.Sub(start).Seconds()

@@ -210,8 +210,8 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 				medianCell(ps), seconds(medianOf(ps, func(p phaseRecord) float64 { return p.AppliedSeconds })),
 				medianOf(ps, func(p phaseRecord) float64 { return p.CPUSeconds }),
 				int64(medianOf(ps, func(p phaseRecord) float64 { return float64(p.PeakRSSKiB) }))/1024,
-				medianOf(ps, func(p phaseRecord) float64 { return perWorkload(p.API.total(), p.Workloads) }),
-				medianOf(ps, func(p phaseRecord) float64 { return perWorkload(p.Daemon.total(), p.Workloads) }))
+				medianOf(ps, func(p phaseRecord) float64 { return perWorkload(p.API.Total(), p.Workloads) }),
+				medianOf(ps, func(p phaseRecord) float64 { return perWorkload(p.Daemon.Total(), p.Workloads) }))
 		}
 	}
 
@@ -262,8 +262,8 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 		fmt.Fprintf(&b, "| %s | %d | %s | %d MiB | %.2f s | %.1f | %.1f |\n", g.label, g.n, totalCell(initial),
 			int64(medianOf(g.runs, func(rec rolloutRecord) float64 { return float64(rec.PeakRSSKiB) }))/1024,
 			idle(func(i idleRecord) float64 { return i.CPUSeconds }),
-			idle(func(i idleRecord) float64 { return float64(i.Daemon.total()) }),
-			idle(func(i idleRecord) float64 { return float64(i.API.total()) }))
+			idle(func(i idleRecord) float64 { return float64(i.Daemon.Total()) }),
+			idle(func(i idleRecord) float64 { return float64(i.API.Total()) }))
 	}
 
 	b.WriteString("\n## Every run\n\n")
@@ -322,13 +322,13 @@ func (rec rolloutRecord) summary() string {
 		s += fmt.Sprintf("; %s: all Healthy %s, first %s, median %s, sync applied %s, CPU %.1f s, peak RSS %d MiB, API requests %d (daemon %d, errors %d/%d)",
 			p.name, totalCell([]phaseRecord{p.p}), seconds(p.p.FirstSeconds), medianCell([]phaseRecord{p.p}),
 			seconds(p.p.AppliedSeconds), p.p.CPUSeconds, p.p.PeakRSSKiB/1024,
-			p.p.API.total(), p.p.Daemon.total(), p.p.API.Errors, p.p.Daemon.Errors)
+			p.p.API.Total(), p.p.Daemon.Total(), p.p.API.Errors, p.p.Daemon.Errors)
 		if p.p.HarnessCPUSeconds > 0 {
 			s += fmt.Sprintf(", benchmark process CPU %.1f s", p.p.HarnessCPUSeconds)
 		}
 	}
 	return s + fmt.Sprintf("; idle %.0f s: CPU %.2f s, API requests %d (daemon %d); peak RSS %d MiB",
-		rec.Idle.Seconds, rec.Idle.CPUSeconds, rec.Idle.API.total(), rec.Idle.Daemon.total(), rec.PeakRSSKiB/1024)
+		rec.Idle.Seconds, rec.Idle.CPUSeconds, rec.Idle.API.Total(), rec.Idle.Daemon.Total(), rec.PeakRSSKiB/1024)
 }
 
 // verbColumns are the verbs given a column of their own.
@@ -339,7 +339,7 @@ var verbColumns = []string{"GET", "LIST", "WATCH", "CREATE", "UPDATE", "PATCH", 
 func verbCount(c requestCounts, verb string) int64 {
 	switch verb {
 	case "total":
-		return c.total()
+		return c.Total()
 	case "errors":
 		return c.Errors
 	case "other":
