@@ -28,7 +28,7 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 	p.root.commit("team a", map[string]string{"teams/a.yaml": p.declaration("team-a", good)})
 	kit.StartDaemon(t, p)
 	p.waitForSynced(t, "team-a", first)
-	declared, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), "team-a", metav1.GetOptions{})
+	declared, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), p.sync("team-a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 		want  []string
 	}{
 		{name: "an unknown field", files: map[string]string{"teams/a.yaml": p.declaration("team-a", good+"intervall: 5s\n")},
-			want: []string{"teams/a.yaml, document 1", `field data["sync.yaml"].intervall`, "declared sync team-a", "unknown field"}},
+			want: []string{"teams/a.yaml, document 1", `field data["sync.yaml"].intervall`, "declared sync " + p.sync("team-a"), "unknown field"}},
 		{name: "a malformed repository URL", files: map[string]string{"teams/a.yaml": p.declaration("team-a", strings.Replace(good, apps.URL(), "https://ci:hunter2@git.example/a.git", 1))},
 			want: []string{`field data["sync.yaml"].repository`, "carries credentials"}},
 		{name: "a malformed interval", files: map[string]string{"teams/a.yaml": p.declaration("team-a", strings.Replace(good, "2s", "1 minute", 1))},
@@ -47,7 +47,7 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 		{name: "a missing credentials Secret", files: map[string]string{"teams/a.yaml": p.declaration("team-a", good+"credentials: gone\n")},
 			want: []string{`field data["sync.yaml"].credentials`, "Secret " + p.home + "/gone does not exist"}},
 		{name: "two declarations of one sync", files: map[string]string{"teams/again.yaml": p.declaration("team-a", good)},
-			want: []string{"teams/again.yaml, document 1", "ConfigMap " + p.home + "/team-a is also defined in teams/a.yaml, document 1"}},
+			want: []string{"teams/again.yaml, document 1", "ConfigMap " + p.home + "/" + p.sync("team-a") + " is also defined in teams/a.yaml, document 1"}},
 		{name: "an identity it may not use", files: map[string]string{"teams/a.yaml": p.declaration("team-a", strings.Replace(good, a+"/deployer", "kube-system/default", 1))},
 			want: []string{`field data["sync.yaml"].serviceAccount`, "may not act as ServiceAccount kube-system/default"}},
 		{name: "a declaration in another namespace", files: map[string]string{"teams/a.yaml": strings.Replace(p.declaration("team-a", good), "namespace: "+p.home, "namespace: "+a, 1)},
@@ -64,7 +64,7 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 			if strings.Contains(msg, "hunter2") {
 				t.Errorf("the root's message repeats the password: %q", msg)
 			}
-			now, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), "team-a", metav1.GetOptions{})
+			now, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), p.sync("team-a"), metav1.GetOptions{})
 			if err != nil || now.ResourceVersion != declared.ResourceVersion {
 				t.Errorf("team a's declaration changed: %v (resourceVersion %s, was %s)", err, now.GetResourceVersion(), declared.ResourceVersion)
 			}

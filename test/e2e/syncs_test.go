@@ -127,9 +127,18 @@ subjects: [{kind: ServiceAccount, name: plimsoll, namespace: %[2]s}]
 	return ns
 }
 
+// sync is the name of the platform's sync called name: the suffix of its
+// namespace keeps the syncs of tests that run at once apart (a sync's
+// objects are found by its name, cluster-wide).
+func (p *platform) sync(name string) string {
+	return name + "-" + p.home[strings.LastIndex(p.home, "-")+1:]
+}
+
 // declaration is the document of a ConfigMap in the platform's namespace
-// declaring sync name with body, the fields of its sync.yaml.
+// declaring the platform's sync name (see sync) with body, the fields of
+// its sync.yaml.
 func (p *platform) declaration(name, body string) string {
+	name = p.sync(name)
 	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -155,14 +164,19 @@ func indent(s, prefix string) string {
 func (p *platform) RunFlags(extra ...string) (string, []string) {
 	return suite.plimsoll, append([]string{
 		"--repo", p.root.URL(), "--kubeconfig", p.kubeconfig, "--namespace", p.home, "--status-namespace", p.home,
-		"--sync-name", "root", "--cache-dir", p.cacheDir, "--syncs-namespace", p.home, "--interval", "2s", "--ui-listen", "",
+		"--sync-name", p.home, "--cache-dir", p.cacheDir, "--syncs-namespace", p.home, "--interval", "2s", "--ui-listen", "",
 	}, extra...)
 }
 
-// record returns the annotations of sync name's record; nil when it does
-// not exist.
+// record returns the annotations of the platform's sync name's record
+// (the root's for "root"); nil when it does not exist.
 func (p *platform) record(t *testing.T, name string) map[string]string {
 	t.Helper()
+	if name == "root" {
+		name = p.home
+	} else {
+		name = p.sync(name)
+	}
 	cm, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), "plimsoll-sync-"+name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -292,7 +306,7 @@ func TestDeclaredSyncs(t *testing.T) {
 		t.Error("team b's ConfigMap was pruned, though its prune is off")
 	}
 	for _, name := range []string{"team-b", "team-c"} {
-		if _, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), p.sync(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the declaration of %s: %v, want it gone (its finalizer taken off)", name, err)
 		}
 	}

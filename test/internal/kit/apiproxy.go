@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -60,9 +61,10 @@ type APIProxy struct {
 
 // StartAPIProxy starts a proxy to the API server of cfg, which forwards
 // every request with cfg's credentials; Close stops it. observe, when not
-// nil, is told of every request once it is answered, with the status of
-// the answer (the first line of a watch's).
-func StartAPIProxy(t testing.TB, cfg *rest.Config, observe func(r *http.Request, status int)) *APIProxy {
+// nil, is given every answer as it comes back, its request in
+// resp.Request; it may read the body of an answer that is not a watch
+// with PeekBody.
+func StartAPIProxy(t testing.TB, cfg *rest.Config, observe func(resp *http.Response)) *APIProxy {
 	t.Helper()
 	target, err := url.Parse(cfg.Host)
 	if err != nil {
@@ -91,7 +93,7 @@ func StartAPIProxy(t testing.TB, cfg *rest.Config, observe func(r *http.Request,
 				p.mu.Unlock()
 			}
 			if observe != nil {
-				observe(resp.Request, resp.StatusCode)
+				observe(resp)
 			}
 			return nil
 		},
@@ -198,4 +200,12 @@ func isCollection(path string) bool {
 		parts = parts[2:]
 	}
 	return len(parts) == 1
+}
+
+// PeekBody reads the whole body of resp and puts it back for the client.
+func PeekBody(resp *http.Response) ([]byte, error) {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return body, err
 }
