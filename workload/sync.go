@@ -32,6 +32,10 @@ type Sync struct {
 	BlockedWriter string `json:"blockedWriter,omitempty"`
 	// Objects is how many objects the record's inventory lists.
 	Objects int `json:"-"`
+	// Owner is the replica (or the daemon) that writes for the sync: the
+	// holder of its Lease plimsoll-<name> beside the record; "" when none
+	// holds it, or the Leases could not be read (see FindOwners).
+	Owner string `json:"owner,omitempty"`
 }
 
 // SyncOf reads the sync record cm. ok is false when cm is not a sync's
@@ -78,6 +82,26 @@ func FindSyncs(ctx context.Context, client kubernetes.Interface, ns, name string
 	}
 	SortSyncs(out)
 	return out, nil
+}
+
+// FindOwners sets the Owner of each of syncs, whose records are in
+// namespace ns (metav1.NamespaceAll: any), from one list of the Leases
+// there. A user who may not list Leases sees no owner, and no error: the
+// owners are a courtesy of `plimsoll status`.
+func FindOwners(ctx context.Context, client kubernetes.Interface, ns string, syncs []Sync) {
+	list, err := client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	holders := map[string]string{}
+	for _, l := range list.Items {
+		if l.Spec.HolderIdentity != nil {
+			holders[l.Namespace+"/"+l.Name] = *l.Spec.HolderIdentity
+		}
+	}
+	for i := range syncs {
+		syncs[i].Owner = holders[syncs[i].Namespace+"/"+contract.LeasePrefix+syncs[i].Name]
+	}
 }
 
 // SortSyncs sorts syncs by namespace and name.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -81,5 +82,27 @@ func TestSyncOf(t *testing.T) {
 	s, _ = SyncOf(cm)
 	if want := "the inventory of web/plimsoll-sync-platform does not parse: line 1: want 5 fields"; !strings.HasPrefix(s.RecordDamage, want) {
 		t.Errorf("RecordDamage = %q, want it to start with %q", s.RecordDamage, want)
+	}
+}
+
+// TestFindOwners names, for each sync, the holder of its Lease beside
+// its record; none for a sync whose Lease nobody holds, or that has none.
+func TestFindOwners(t *testing.T) {
+	holder := func(ns, name, id string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &id}}
+	}
+	client := fake.NewClientset(
+		holder("plimsoll", "plimsoll-team-a", "plimsoll-7d9c5-x2z4q_1"),
+		holder("plimsoll", "plimsoll-team-b", ""),
+		holder("other", "plimsoll-team-c", "elsewhere_1"),
+	)
+	syncs := []Sync{{Namespace: "plimsoll", Name: "team-a"}, {Namespace: "plimsoll", Name: "team-b"},
+		{Namespace: "plimsoll", Name: "team-c"}, {Namespace: "other", Name: "team-c"}}
+	FindOwners(context.Background(), client, metav1.NamespaceAll, syncs)
+	want := []string{"plimsoll-7d9c5-x2z4q_1", "", "", "elsewhere_1"}
+	for i, s := range syncs {
+		if s.Owner != want[i] {
+			t.Errorf("owner of %s/%s = %q, want %q", s.Namespace, s.Name, s.Owner, want[i])
+		}
 	}
 }

@@ -87,8 +87,9 @@ func newStatusCommand() *cobra.Command {
 		Short: "List every workload and every sync, from their annotations",
 		Long: `List every workload and every sync of the namespace, from their
 annotations: the syncs are found by their status ConfigMaps
-(plimsoll-sync-<name>, labelled plimsoll.dev/sync), whatever their names.
--A lists those of every namespace.`,
+(plimsoll-sync-<name>, labelled plimsoll.dev/sync), whatever their names,
+each with the replica that writes for it (the holder of its Lease
+plimsoll-<name>). -A lists those of every namespace.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if output != "table" && output != "json" {
@@ -112,6 +113,9 @@ annotations: the syncs are found by their status ConfigMaps
 				statusNamespace = ns
 			}
 			syncs, err := workload.FindSyncs(ctx, client, statusNamespace, syncName)
+			if err == nil {
+				workload.FindOwners(ctx, client, statusNamespace, syncs)
+			}
 			if err != nil {
 				return err
 			}
@@ -156,20 +160,20 @@ func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamesp
 		fmt.Fprintln(tw, "(no workloads)")
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, col("NAMESPACE")+"SYNC\tSTATUS\tCOMMIT\tMESSAGE")
+	fmt.Fprintln(tw, col("NAMESPACE")+"SYNC\tSTATUS\tCOMMIT\tREPLICA\tMESSAGE")
 	for _, s := range r.Syncs {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", col(s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), s.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", col(s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), orDash(s.Owner), s.Message)
 		if s.BlockedWriter != "" {
-			fmt.Fprintf(tw, "%s\t\t\tanother daemon writes nothing: %s\n", col(""), s.BlockedWriter)
+			fmt.Fprintf(tw, "%s\t\t\t\tanother daemon writes nothing: %s\n", col(""), s.BlockedWriter)
 		}
 		if s.RecordDamage != "" {
-			fmt.Fprintf(tw, "%s\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", col(""), s.RecordDamage)
+			fmt.Fprintf(tw, "%s\t\t\t\tdamaged record: %s; the next sync rebuilds its inventory\n", col(""), s.RecordDamage)
 		}
 	}
 	if len(r.Syncs) == 0 {
 		switch {
 		case syncName != "":
-			fmt.Fprintf(tw, "%s%s\t-\t-\tno status in %s\n", col(""), syncName, where(statusNamespace))
+			fmt.Fprintf(tw, "%s%s\t-\t-\t-\tno status in %s\n", col(""), syncName, where(statusNamespace))
 		default:
 			fmt.Fprintf(tw, "(no syncs in %s)\n", where(statusNamespace))
 		}

@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -268,6 +270,24 @@ func TestDeclaredSyncs(t *testing.T) {
 	for ns, name := range map[string]string{a: "a-config", b: "b-config", c: "c-config"} {
 		if got := configMapData(t, ns, name)["value"]; got != "one" {
 			t.Errorf("ConfigMap %s/%s holds %q, want one", ns, name, got)
+		}
+	}
+	host, _ := os.Hostname()
+	replica := fmt.Sprintf("%s_%d", strings.ReplaceAll(host, "_", "-"), d.Cmd.Process.Pid)
+	table, code := runPlimsoll(t, "status", "-A", "--kubeconfig", suite.kubeconfig)
+	lines := map[string]string{}
+	for line := range strings.SplitSeq(table, "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			lines[f[1]] = line
+		}
+	}
+	for _, name := range []string{"team-a", "team-b", "team-c"} {
+		if line := lines[p.sync(name)]; code != 0 || !strings.Contains(line, "Synced") || !strings.Contains(line, replica) {
+			t.Errorf("plimsoll status -A (exit %d) does not show %s Synced on replica %s:\n%s", code, p.sync(name), replica, table)
+		}
+		series := fmt.Sprintf(`plimsoll_sync_total{outcome="synced",sync=%q} `, p.sync(name))
+		if !slices.ContainsFunc(scrapeMetrics(t, d), func(l string) bool { return strings.HasPrefix(l, series) }) {
+			t.Errorf("/metrics has no series %s", series)
 		}
 	}
 
