@@ -142,7 +142,9 @@ func deployment(t *testing.T, objs []object) object {
 func TestChartLint(t *testing.T) {
 	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"},
 		{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"},
-		{"notifications.existingSecret=notify", "notifications.slack={team-a}"}} {
+		{"notifications.existingSecret=notify", "notifications.slack={team-a}"},
+		{"syncs.enabled=true", "replicas=3", "syncs.serviceAccounts={team-a/deployer}",
+			"syncs.declared.team-a.repository=https://git.example/a.git", "syncs.declared.team-a.serviceAccount=team-a/deployer"}} {
 		args := []string{"lint", "charts/plimsoll", "--strict", "--set", "repo.url=" + repoURL}
 		for _, s := range sets {
 			args = append(args, "--set", s)

@@ -26,3 +26,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "plimsoll.serviceAccountName" -}}
 {{- default (include "plimsoll.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
+
+{{/* The verbs the daemon gets where it writes: every verb; with syncs.enabled,
+every verb but impersonate, which it gets only on syncs.serviceAccounts. */}}
+{{- define "plimsoll.verbs" -}}
+{{- if .Values.syncs.enabled -}}
+["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate"]
+{{- else -}}
+["*"]
+{{- end -}}
+{{- end -}}
+
+{{/* The namespace sync declarations are taken from. */}}
+{{- define "plimsoll.syncsNamespace" -}}
+{{- default .Release.Namespace .Values.syncs.namespace -}}
+{{- end -}}
