@@ -101,7 +101,7 @@ ui-screenshots: browser ## take the web view's screenshots again, into docs/
 	PLIMSOLL_UI_SCREENSHOTS=docs $(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestUI$$' ./test/e2e/
 
 .PHONY: bench
-bench: bench-peers bench-repo ## the comparison with Argo Rollouts, Flux and kubectl, then the repository memory benchmark
+bench: bench-peers bench-repo bench-many ## the comparison with Argo Rollouts, Flux and kubectl, the repository memory benchmark, then many syncs
 
 # The benchmarks below but bench-sync run on a control plane of their own
 # (BENCH_CLUSTER_DIR, ports from 26540), so that they neither disturb nor
@@ -175,6 +175,27 @@ BENCH_BEFORE ?=
 bench-repo: build ## peak RSS of a cold sync of a repository with a 200 MB blob, and of one with 100,000 files
 	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) \
 		$(GO) test -tags bench -count=1 -timeout 60m -v -run TestRepositoryMemoryBenchmark ./test/bench/)
+
+# Many syncs in one install: BENCH_MANY_N syncs (5 Deployments of 2 pods
+# and 20 ConfigMaps each, a namespace each) served by plimsoll on each
+# replica count of BENCH_MANY_REPLICAS, by BENCH_MANY_SINGLES daemons of one
+# sync, and by Flux's controllers with a Kustomization per sync; the idle
+# window is BENCH_MANY_IDLE. BENCH_TOOLS limits it to some setups
+# (plimsoll, singles, flux). The full size rolls 2,000 pods per setup.
+BENCH_MANY_N        ?= 200
+BENCH_MANY_REPLICAS ?= 1,3
+BENCH_MANY_SINGLES  ?= 20
+BENCH_MANY_IDLE     ?= 60s
+BENCH_MANY_TIMEOUT  ?= 6h
+
+bench-many: export PLIMSOLL_BENCH_NOTE = $(BENCH_NOTE)
+bench-many: export PLIMSOLL_BENCH_TOOLS = $(BENCH_TOOLS)
+
+.PHONY: bench-many
+bench-many: build ## many syncs on 1 and 3 replicas, against daemons of one sync and Flux (BENCH_MANY_N, BENCH_MANY_REPLICAS, BENCH_MANY_SINGLES, BENCH_MANY_IDLE, BENCH_TOOLS, BENCH_NOTE)
+	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_MANY_N=$(BENCH_MANY_N) PLIMSOLL_BENCH_MANY_REPLICAS=$(BENCH_MANY_REPLICAS) \
+		PLIMSOLL_BENCH_MANY_SINGLES=$(BENCH_MANY_SINGLES) PLIMSOLL_BENCH_MANY_IDLE=$(BENCH_MANY_IDLE) \
+		$(GO) test -tags bench -count=1 -timeout $(BENCH_MANY_TIMEOUT) -v -run '^TestManySyncsBenchmark$$' ./test/bench/)
 
 # The rollout benchmark of plimsoll alone, binary against binary. BENCH_BIN
 # is the binary measured (default: bin/plimsoll, built first), BENCH_LABEL

@@ -7,7 +7,9 @@
 // bench/peers-results.json, plotted in bench/*.svg), the memory of a sync
 // of heavy repositories (TestRepositoryMemoryBenchmark), and plimsoll alone:
 // the sync against kubectl (TestSyncBenchmark) and the rollout, binary
-// against binary (TestRolloutBenchmark, bench/rollout-results.json). It is
+// against binary (TestRolloutBenchmark, bench/rollout-results.json); and
+// many syncs in one install against daemons of one sync and Flux
+// (TestManySyncsBenchmark, bench/many-results.json). It is
 // built only with the bench build tag; run it with `make bench` or one of
 // the bench-* targets.
 package bench

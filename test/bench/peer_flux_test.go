@@ -56,11 +56,8 @@ var fluxArgs = []string{"--enable-leader-election=false", "--metrics-addr=0", "-
 // --interval` does both. w learns of each commit the Kustomization
 // applied.
 func (f *fluxDriver) start(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns, targetNamespace string, w *healthWatch) procGroup {
-	src := f.startSource(ctx, t, cfg, kubeconfig, work, logPrefix, url, branch, ns)
-	kus := kit.Start(t, kit.Process{Bin: f.kustomize, Log: logPrefix + "-kustomize-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
-		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[2]))})
-	procs := procGroup{src, kus}
-
+	procs := f.startControllers(t, kubeconfig, work, logPrefix, ns)
+	createGitRepository(ctx, t, cfg, url, branch, ns)
 	watchKustomization(ctx, t, cfg, w, ns)
 	spec := map[string]any{
 		"interval": pollInterval, "timeout": "30m", "path": "./", "prune": true,
@@ -88,7 +85,8 @@ func (f *fluxDriver) start(ctx context.Context, t *testing.T, cfg *rest.Config, 
 // each commit whose chart the HelmRelease deployed, commits being those
 // the repository may push.
 func (f *fluxDriver) startHelm(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns, chartPath string, commits []string, w *healthWatch) procGroup {
-	src := f.startSource(ctx, t, cfg, kubeconfig, work, logPrefix, url, branch, ns)
+	src := f.startSource(t, kubeconfig, work, logPrefix, ns)
+	createGitRepository(ctx, t, cfg, url, branch, ns)
 	hc := kit.Start(t, kit.Process{Bin: f.helm, Log: logPrefix + "-helm-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
 		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[3]))})
 	procs := procGroup{src, hc}
@@ -108,10 +106,20 @@ func (f *fluxDriver) startHelm(ctx context.Context, t *testing.T, cfg *rest.Conf
 	return procs
 }
 
-// startSource starts source-controller and creates in namespace ns the
-// GitRepository syncName, following branch of the repository at url
-// every pollInterval.
-func (f *fluxDriver) startSource(ctx context.Context, t *testing.T, cfg *rest.Config, kubeconfig, work, logPrefix, url, branch, ns string) *kit.Daemon {
+// startControllers starts source-controller and kustomize-controller,
+// talking to the API server through kubeconfig, with their runtime
+// namespace ns, their artifacts under work, and extra flags for
+// kustomize-controller.
+func (f *fluxDriver) startControllers(t *testing.T, kubeconfig, work, logPrefix, ns string, kustomizeFlags ...string) procGroup {
+	src := f.startSource(t, kubeconfig, work, logPrefix, ns)
+	kus := kit.Start(t, kit.Process{Bin: f.kustomize, Log: logPrefix + "-kustomize-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(append(slices.Clone(fluxArgs),
+		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[2])), kustomizeFlags...)})
+	return procGroup{src, kus}
+}
+
+// startSource starts source-controller, talking to the API server through
+// kubeconfig, with its runtime namespace ns and its artifacts under work.
+func (f *fluxDriver) startSource(t *testing.T, kubeconfig, work, logPrefix, ns string) *kit.Daemon {
 	storage := "127.0.0.1:" + strconv.Itoa(f.ports[0])
 	// source-controller wants its storage directory to exist.
 	if err := os.MkdirAll(filepath.Join(work, "artifacts"), 0o755); err != nil {
@@ -120,6 +128,12 @@ func (f *fluxDriver) startSource(ctx context.Context, t *testing.T, cfg *rest.Co
 	src := kit.Start(t, kit.Process{Bin: f.source, Log: logPrefix + "-source-controller.log", Env: fluxEnv(kubeconfig, ns), Args: append(slices.Clone(fluxArgs),
 		"--storage-path="+filepath.Join(work, "artifacts"), "--storage-addr="+storage, "--storage-adv-addr="+storage,
 		"--health-addr=127.0.0.1:"+strconv.Itoa(f.ports[1]))})
+	return src
+}
+
+// createGitRepository creates in namespace ns the GitRepository syncName,
+// following branch of the repository at url every pollInterval.
+func createGitRepository(ctx context.Context, t *testing.T, cfg *rest.Config, url, branch, ns string) {
 	create(ctx, t, cfg, gitRepositoryGVR, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
 		"metadata": map[string]any{"name": syncName, "namespace": ns},
@@ -128,7 +142,6 @@ func (f *fluxDriver) startSource(ctx context.Context, t *testing.T, cfg *rest.Co
 			"ref": map[string]any{"branch": branch},
 		},
 	}})
-	return src
 }
 
 // fluxEnv is the environment of a Flux controller: the API server through

@@ -64,6 +64,7 @@ const (
 	keyRevision       = "plimsoll.dev/revision"
 	keyRole           = "plimsoll.dev/role"
 	keyCommit         = "plimsoll.dev/commit"
+	keySyncStatus     = "plimsoll.dev/sync-status"
 	labelWorkload     = "plimsoll.dev/workload"
 	phaseHealthy      = "Healthy"
 	phaseDegraded     = "Degraded"
