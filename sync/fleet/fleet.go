@@ -39,9 +39,11 @@ const (
 // Owner says which syncs this replica serves. Hold reports whether it owns
 // sync name now and, when it does, holds that ownership until release is
 // called: a sync is handed over to another replica only once the work in
-// flight on it is done.
+// flight on it is done. Owns only reports it: a repository none of whose
+// syncs this replica owns is not polled.
 type Owner interface {
 	Hold(name string) (release func(), owned bool)
+	Owns(name string) bool
 }
 
 // Sync is one sync the fleet runs: its Syncer, which reads the Repo's
@@ -98,6 +100,8 @@ type repoRun struct {
 type alwaysOwner struct{}
 
 func (alwaysOwner) Hold(string) (func(), bool) { return func() {}, true }
+
+func (alwaysOwner) Owns(string) bool { return true }
 
 // New returns a Fleet.
 func New(cfg Config) *Fleet {
@@ -194,14 +198,27 @@ func (f *Fleet) Trigger(name string) {
 }
 
 // Owned tells the fleet that this replica has come to own sync name: it
-// polls it now.
+// polls it now, after its repository.
 func (f *Fleet) Owned(name string) {
 	f.mu.Lock()
 	if e := f.entries[name]; e != nil {
 		e.prepared = false
+		if e.sync != nil {
+			if run := f.repos[e.sync.Repo.key]; run != nil {
+				poke(run.trigger)
+			}
+		}
 	}
 	f.mu.Unlock()
 	f.queue.Add(name)
+}
+
+// poke asks a Repo's loop to poll now.
+func poke(trigger chan struct{}) {
+	select {
+	case trigger <- struct{}{}:
+	default:
+	}
 }
 
 // PollRepos asks every Repo to poll now (a push webhook): the syncs of
@@ -210,10 +227,7 @@ func (f *Fleet) PollRepos() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, run := range f.repos {
-		select {
-		case run.trigger <- struct{}{}:
-		default:
-		}
+		poke(run.trigger)
 	}
 }
 
@@ -363,16 +377,19 @@ func (f *Fleet) leaveRepoLocked(name string, r *Repo) {
 }
 
 // pollRepo polls run's Repo at the shortest interval of its syncs, or at
-// once on a trigger, until ctx ends. After each poll it queues the syncs
-// that waited for it, and all of them when the head or the error moved.
+// once on a trigger, until ctx ends; not while this replica owns none of
+// its syncs. After each poll it queues the syncs that waited for it, and
+// all of them when the head or the error moved.
 func (f *Fleet) pollRepo(ctx context.Context, run *repoRun) {
 	for {
-		changed := run.repo.poll(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		for _, name := range run.repo.takeWaiting(changed) {
-			f.queue.Add(name)
+		if f.ownsAny(run.repo) {
+			changed := run.repo.poll(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			for _, name := range run.repo.takeWaiting(changed) {
+				f.queue.Add(name)
+			}
 		}
 		interval := run.repo.interval()
 		if interval <= 0 {
@@ -388,4 +405,12 @@ func (f *Fleet) pollRepo(ctx context.Context, run *repoRun) {
 		case <-timer.C:
 		}
 	}
+}
+
+// ownsAny reports whether this replica owns a sync that reads r.
+func (f *Fleet) ownsAny(r *Repo) bool {
+	r.state.Lock()
+	names := slices.Collect(maps.Keys(r.state.users))
+	r.state.Unlock()
+	return slices.ContainsFunc(names, f.cfg.Owner.Owns)
 }

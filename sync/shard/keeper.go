@@ -80,8 +80,9 @@ type Keeper struct {
 
 	mu   gosync.Mutex
 	held map[string]*gate
-	// releasing are the syncs whose Lease is being released.
-	releasing map[string]bool
+	// releasing are the syncs whose Lease is being released; gone those
+	// released because they are declared no more, whose Lease is to go.
+	releasing, gone map[string]bool
 	// seen is when each Lease was last seen to change, by name.
 	seen      map[string]seenAt
 	lastRenew time.Time
@@ -122,7 +123,7 @@ func New(cfg Config) *Keeper {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Keeper{cfg: cfg, held: map[string]*gate{}, releasing: map[string]bool{}, seen: map[string]seenAt{},
+	return &Keeper{cfg: cfg, held: map[string]*gate{}, releasing: map[string]bool{}, gone: map[string]bool{}, seen: map[string]seenAt{},
 		kick: make(chan struct{}, 1)}
 }
 
@@ -161,6 +162,13 @@ func (k *Keeper) Hold(name string) (release func(), ok bool) {
 		return nil, false
 	}
 	return g.RUnlock, true
+}
+
+// Owns reports whether this replica holds sync name now (see Hold).
+func (k *Keeper) Owns(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held[name] != nil && !k.lapsed
 }
 
 // Held returns the names of the syncs this replica holds.
@@ -303,7 +311,7 @@ func (k *Keeper) balance(ctx context.Context) {
 				k.take(ctx, name, lease)
 			}
 		case want[name] != k.cfg.Identity && (g != nil || holder == k.cfg.Identity):
-			k.release(name, "the assignment gives it to "+want[name])
+			k.release(name, "the assignment gives it to "+want[name], false)
 		case g != nil && holder != k.cfg.Identity && lease != nil && lease.ResourceVersion != g.taken:
 			k.cfg.Log.Error("another replica took a sync this one held", "sync", name, "holder", holder)
 			k.drop(name)
@@ -311,9 +319,10 @@ func (k *Keeper) balance(ctx context.Context) {
 	}
 	for _, name := range k.Held() {
 		if !wanted[name] {
-			k.release(name, "it is declared no more")
+			k.release(name, "it is declared no more", true)
 		}
 	}
+	k.forgetGone(ctx, wanted)
 }
 
 // liveReplicas names the replicas whose Leases are renewed: this one, and
@@ -412,8 +421,8 @@ func (k *Keeper) drop(name string) {
 
 // release gives sync name up: once the work in flight on it is done, its
 // Lease is left without a holder for the replica the assignment gives it
-// to.
-func (k *Keeper) release(name, why string) {
+// to, or, for a sync that is gone, deleted (see forgetGone).
+func (k *Keeper) release(name, why string, gone bool) {
 	k.mu.Lock()
 	g := k.held[name]
 	delete(k.held, name)
@@ -425,16 +434,50 @@ func (k *Keeper) release(name, why string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		if err := k.clearHolder(ctx, name); err != nil {
+		err := k.clearHolder(ctx, name)
+		if err != nil {
 			k.cfg.Log.Info("release the sync's Lease", "sync", name, "err", err)
 		} else {
 			k.cfg.Log.Info("released the sync", "sync", name, "identity", k.cfg.Identity, "why", why)
 		}
 		k.mu.Lock()
 		delete(k.releasing, name)
+		if err == nil && gone {
+			k.gone[name] = true
+		}
 		k.mu.Unlock()
 		k.poke()
 	}()
+}
+
+// forgetGone deletes the Leases this replica released of syncs declared
+// no more: a sync that is gone leaves no Lease behind. A Lease someone
+// holds, or that changed since it was read, is left.
+func (k *Keeper) forgetGone(ctx context.Context, wanted map[string]bool) {
+	k.mu.Lock()
+	gone := slices.Collect(maps.Keys(k.gone))
+	k.mu.Unlock()
+	for _, name := range gone {
+		if wanted[name] {
+			k.mu.Lock()
+			delete(k.gone, name)
+			k.mu.Unlock()
+			continue
+		}
+		lease, err := k.leases.Leases(k.cfg.Namespace).Get(contract.LeasePrefix + name)
+		if err == nil && holderOf(lease) != "" {
+			continue // released, but the watch has not seen it yet
+		}
+		if err == nil {
+			err = k.cfg.Client.CoordinationV1().Leases(k.cfg.Namespace).Delete(ctx, lease.Name,
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
+		}
+		if err == nil || apierrors.IsNotFound(err) {
+			k.mu.Lock()
+			delete(k.gone, name)
+			k.mu.Unlock()
+		}
+	}
 }
 
 // clearHolder empties the holder of sync name's Lease, if this replica

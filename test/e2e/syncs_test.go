@@ -329,6 +329,10 @@ func TestDeclaredSyncs(t *testing.T) {
 		if _, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), p.sync(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the declaration of %s: %v, want it gone (its finalizer taken off)", name, err)
 		}
+		waitFor(t, "the Lease of "+name+" to go", func(ctx context.Context) (bool, error) {
+			_, err := suite.client.CoordinationV1().Leases(p.home).Get(ctx, "plimsoll-"+p.sync(name), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
 	}
 	if r := p.record(t, "team-a"); r["plimsoll.dev/sync-status"] != "Synced" {
 		t.Errorf("team a, which stays, is %q", r["plimsoll.dev/sync-status"])
