@@ -172,7 +172,8 @@ func (rs *replicaSet) syncOfPath(path string, teams []string) (name string, leas
 
 // checkOneWriterAtATime checks, in the API server's order of writes,
 // that every write of a sync's objects was made by the replica that held
-// the sync's Lease then. A write that changed nothing answers with the
+// the sync's Lease then, and, but for its record, as the ServiceAccount of
+// its namespace: the sync's applies and its workloads' rollout alike. A write that changed nothing answers with the
 // object's resourceVersion as it was: only the first write seen with a
 // path's resourceVersion made it.
 func (rs *replicaSet) checkOneWriterAtATime(t *testing.T, teams []string) {
@@ -197,6 +198,8 @@ func (rs *replicaSet) checkOneWriterAtATime(t *testing.T, teams []string) {
 		case name == "":
 		case lease:
 			holder[name] = w.holder
+		case !rs.asItsNamespace(w):
+			t.Errorf("replica %d wrote %s %s as %q, not as the ServiceAccount of the sync's namespace", w.replica, w.method, w.path, w.as)
 		case holder[name] != rs.ids[w.replica]:
 			t.Errorf("replica %d (%s) wrote %s %s at resourceVersion %d while the Lease of sync %s was held by %q; the sync's writes:\n%s",
 				w.replica, rs.ids[w.replica], w.method, w.path, w.version, name, holder[name], rs.history(writes, name, teams))
@@ -208,6 +211,18 @@ func (rs *replicaSet) checkOneWriterAtATime(t *testing.T, teams []string) {
 	if checked == 0 {
 		t.Error("no write of a sync's object was seen: the check proved nothing")
 	}
+}
+
+// asItsNamespace reports whether w, unless it is of the platform's own
+// namespace (a record, a Lease), impersonated a ServiceAccount of the
+// namespace it wrote in.
+func (rs *replicaSet) asItsNamespace(w write) bool {
+	if strings.Contains(w.path, "/namespaces/"+rs.p.home+"/") {
+		return true
+	}
+	parts := strings.Split(w.as, ":")
+	return len(parts) == 4 && parts[0] == "system" && parts[1] == "serviceaccount" &&
+		strings.Contains(w.path, "/namespaces/"+parts[2]+"/")
 }
 
 // history lists the writes of sync name, for a failure.
