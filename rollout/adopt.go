@@ -69,7 +69,7 @@ func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deploym
 	}
 	w.rsets = append(w.rsets, rsets...)
 	c.log.Info("adopted a Deployment that runs already", "workload", w.ns+"/"+w.name, "replicaSets", len(rsets))
-	c.eventFor(adopted, corev1.EventTypeNormal, ReasonAdopted,
+	c.eventFor(ctx, adopted, corev1.EventTypeNormal, ReasonAdopted,
 		fmt.Sprintf("took over Deployment %s, which plimsoll did not create; its pods keep running", adopted.Name))
 	return nil
 }

@@ -112,7 +112,7 @@ func asInput(err error) error {
 // reportAnalysis tells of an analysis run that changed: a metric sample
 // per measurement taken, and an Event when the run started or reached its
 // verdict.
-func (c *Controller) reportAnalysis(obj *appsv1.Deployment, before, after *strategies.AnalysisRun, taken []strategies.Measurement, specs []strategies.MetricSpec) {
+func (c *Controller) reportAnalysis(ctx context.Context, obj *appsv1.Deployment, before, after *strategies.AnalysisRun, taken []strategies.Measurement, specs []strategies.MetricSpec) {
 	for _, x := range taken {
 		c.metrics.measured(obj.Namespace, x)
 	}
@@ -121,12 +121,12 @@ func (c *Controller) reportAnalysis(obj *appsv1.Deployment, before, after *strat
 	}
 	switch after.Verdict {
 	case strategies.VerdictRunning:
-		c.eventFor(obj, corev1.EventTypeNormal, ReasonAnalysis, fmt.Sprintf("%s: analysis started", after.Stage))
+		c.eventFor(ctx, obj, corev1.EventTypeNormal, ReasonAnalysis, fmt.Sprintf("%s: analysis started", after.Stage))
 		return
 	case strategies.VerdictFailed, strategies.VerdictInconclusive:
-		c.eventFor(obj, corev1.EventTypeWarning, ReasonAnalysis, fmt.Sprintf("%s: %s", after.Stage, after.Summary(specs)))
+		c.eventFor(ctx, obj, corev1.EventTypeWarning, ReasonAnalysis, fmt.Sprintf("%s: %s", after.Stage, after.Summary(specs)))
 	default:
-		c.eventFor(obj, corev1.EventTypeNormal, ReasonAnalysis, fmt.Sprintf("%s: %s", after.Stage, after.Summary(specs)))
+		c.eventFor(ctx, obj, corev1.EventTypeNormal, ReasonAnalysis, fmt.Sprintf("%s: %s", after.Stage, after.Summary(specs)))
 	}
 	c.metrics.judged(after.Verdict)
 }

@@ -150,7 +150,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		}
 		bg.w.deploys[idle.Name] = idle
 		changed = true
-		c.eventSwitching(idle, from, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
+		c.eventSwitching(ctx, idle, from, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
 	}
 	recorded, err := strategies.ReadStatus(recordedAnnotations(bg.primary(), bg.w.rsets))
 	if err != nil {
@@ -173,7 +173,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		// The active color's template was put back by hand to an earlier
 		// one (`kubectl rollout undo`): Git's revision goes out again, to
 		// the other color, and swaps in as any revision does.
-		c.templateRestored(active, "on "+string(bg.live().Other()))
+		c.templateRestored(ctx, active, "on "+string(bg.live().Other()))
 	}
 	target := strategies.ColorBlue
 	if decision.Action != strategies.RevisionRefused {
@@ -282,8 +282,8 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		autoscaler: autoscaler,
 		repairs:    map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
 		written: func() {
-			c.report(primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
-			c.reportAnalysis(primary, before, plan.Run, j.taken, j.specs)
+			c.report(ctx, primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
+			c.reportAnalysis(ctx, primary, before, plan.Run, j.taken, j.specs)
 		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err

@@ -53,7 +53,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		return c.markInvalid(ctx, w, err, git, cy.stable, cy.canary)
 	}
 	if in.git != nil {
-		changed, err := c.takeCanary(cy, in)
+		changed, err := c.takeCanary(ctx, cy, in)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // Writing the hand-off first cost a write of each Deployment per revision,
 // and the Deployment controller two of its own for each. It reports
 // whether anything is to be written.
-func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
+func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	changed := false
 	recorded, err := strategies.ReadStatus(recordedAnnotations(cy.stable, cy.w.rsets))
@@ -117,7 +117,7 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 	switch {
 	case fromColor != nil:
 		stable = stableFromColor(cy.stable, git, fromColor, state.Replicas)
-		c.eventSwitching(fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
+		c.eventSwitching(ctx, fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
 			fmt.Sprintf("%s serves until %s, made from its template, is ready", fromColor.Name, git.Name))
 	case cy.stable == nil:
 		stable = derived(git, git.Name, nil, servingTemplate(git), state.Replicas)
@@ -139,14 +139,14 @@ func (c *Controller) takeCanary(cy *canary, in intent) (bool, error) {
 			// takes.
 			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
 			setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAnnotations(cy.stable, cy.w.rsets)[AnnotationChangeCause])
-			c.templateRestored(cy.stable, "")
+			c.templateRestored(ctx, cy.stable, "")
 		}
 		if fromRolling {
 			// A rolling workload's pause (spec.paused) would hold the
 			// stable's pods from taking the serving label for ever: the
 			// canary pauses by its own steps and commands.
 			stable.Spec.Paused = false
-			c.eventSwitching(cy.stable, contract.StrategyRolling, contract.StrategyCanary,
+			c.eventSwitching(ctx, cy.stable, contract.StrategyRolling, contract.StrategyCanary,
 				fmt.Sprintf("%s becomes the stable Deployment", cy.stable.Name))
 		}
 	}
@@ -245,9 +245,9 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
 		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.Name,
 		written: func() {
-			c.report(cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
+			c.report(ctx, cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
 				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.Abort})
-			c.reportAnalysis(cy.stable, before, plan.Run, j.taken, j.specs)
+			c.reportAnalysis(ctx, cy.stable, before, plan.Run, j.taken, j.specs)
 		}}
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err

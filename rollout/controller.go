@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/events"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -156,7 +157,7 @@ type Controller struct {
 	synced  []cache.InformerSynced
 	started chan struct{}
 	queue   workqueue.TypedRateLimitingInterface[string]
-	events  eventRecorder
+	events  *events.Recorder
 	metrics *Metrics
 	// written, steered and labelled remember the Deployments this
 	// controller wrote, the Services whose selectors it patched and the
@@ -214,7 +215,7 @@ func New(cfg Config) *Controller {
 		views:     map[string]view{},
 		started:   make(chan struct{}),
 		queue:     workqueue.NewTypedRateLimitingQueue(retryLimiter()),
-		events:    newEventRecorder(cfg.Client, cfg.Clock, cfg.Log, cfg.Once),
+		events:    events.New(cfg.Client, cfg.Clock, cfg.Log, Component, eventMode(cfg.Once)),
 		metrics:   cfg.Metrics,
 		written:   newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
 		steered:   newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
@@ -300,7 +301,7 @@ func (c *Controller) watch(cfg Config, ns string) {
 // Run starts the informers and the workers and blocks until ctx ends; then
 // it delivers the Events still queued.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.events.shutdown()
+	defer c.events.Shutdown()
 	defer c.queue.ShutDown()
 	for _, f := range c.factories {
 		defer f.Shutdown()
@@ -452,6 +453,17 @@ func (c *Controller) enqueueUsersOf(ns, service string) {
 }
 
 // eventFor records an Event about d.
-func (c *Controller) eventFor(d runtime.Object, eventType, reason, message string) {
-	c.events.event(d, eventType, reason, message)
+func (c *Controller) eventFor(ctx context.Context, d runtime.Object, eventType, reason, message string) {
+	c.events.Event(ctx, d, eventType, reason, message)
+}
+
+// eventMode is how the controller's Events are written: in the
+// background in the daemon, so that a reconcile never waits for one;
+// before the reconcile goes on in once mode, so that a one-shot sync has
+// recorded them when it exits.
+func eventMode(once bool) events.Mode {
+	if once {
+		return events.Wait
+	}
+	return events.Background
 }

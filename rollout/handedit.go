@@ -168,25 +168,25 @@ func (t *templateChecks) forget(ns, name string) {
 // template is logged and reported with a TemplateRestored event on out;
 // one that only took kubectl's fields over (their values were Git's
 // already, as on a Deployment kubectl created and Git adopted) is not.
-func (c *Controller) wroteTemplate(live, want, out *appsv1.Deployment) {
+func (c *Controller) wroteTemplate(ctx context.Context, live, want, out *appsv1.Deployment) {
 	if !c.templates.wrote(live, want, out, c.specs.of(out).Generation) ||
 		podtemplate.Hash(live.Spec.Template) == podtemplate.Hash(want.Spec.Template) {
 		return
 	}
-	c.templateRestored(out, "")
+	c.templateRestored(ctx, out, "")
 }
 
 // templateRestored logs and records, as a TemplateRestored Warning Event
 // on d, that Git's template goes out again over one changed outside Git;
 // where says where when it is not d itself ("on web-green").
-func (c *Controller) templateRestored(d *appsv1.Deployment, where string) {
+func (c *Controller) templateRestored(ctx context.Context, d *appsv1.Deployment, where string) {
 	c.log.Info("restored the pod template changed by hand", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "deployment", d.Name,
 		"where", where)
 	msg := "the pod template was changed outside Git: Git's template is written again"
 	if where != "" {
 		msg += " " + where
 	}
-	c.eventFor(d, corev1.EventTypeWarning, ReasonTemplateRestored, msg)
+	c.eventFor(ctx, d, corev1.EventTypeWarning, ReasonTemplateRestored, msg)
 }
 
 // recordedAnnotations returns the annotations that record the status and

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -25,7 +26,7 @@ type outcome struct {
 // Event for the change itself: RolledBack for an automatic rollback,
 // RolloutFailed (Warning) for a newly failed revision, PhaseChanged for any
 // other change of phase; then the notifier, if any, hears of it.
-func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, status strategies.Status, out outcome) {
+func (c *Controller) report(ctx context.Context, obj *appsv1.Deployment, strategy string, recorded, status strategies.Status, out outcome) {
 	name := obj.Labels[contract.LabelWorkload]
 	if name == "" {
 		name = obj.Name
@@ -38,16 +39,16 @@ func (c *Controller) report(obj *appsv1.Deployment, strategy string, recorded, s
 	c.metrics.observe(obj.Namespace, name, strategy, status, time.Now())
 	if out.cmd.Name != "" {
 		c.metrics.command(out.cmd.Name)
-		c.eventFor(obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.Name, out.cmd.Describe(out.acted)))
+		c.eventFor(ctx, obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", out.cmd.Name, out.cmd.Describe(out.acted)))
 	}
 	switch {
 	case out.rolledBack:
 		c.metrics.rolledBack(strategy)
-		c.eventFor(obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
+		c.eventFor(ctx, obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
 	case newlyFailed(recorded, status):
-		c.eventFor(obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
+		c.eventFor(ctx, obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
 	case status.Phase != recorded.Phase:
-		c.eventFor(obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
+		c.eventFor(ctx, obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
 	}
 	if c.notifier != nil {
 		c.notifier.Notify(StatusReport{Namespace: obj.Namespace, Workload: name, Strategy: strategy,

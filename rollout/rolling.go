@@ -174,19 +174,19 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return fmt.Errorf("apply: %w", err)
 		}
 		c.written.wrote(out)
-		c.wroteTemplate(live, obj, out)
-		c.wroteCount(live, out, scaledBy)
+		c.wroteTemplate(ctx, live, obj, out)
+		c.wroteCount(ctx, live, out, scaledBy)
 		if undone {
-			c.templateRestored(out, "")
+			c.templateRestored(ctx, out, "")
 		}
 		if !isPrimary(live) {
-			c.eventSwitching(out, from, contract.StrategyRolling, fmt.Sprintf("%s serves beside the previous strategy's Deployments until it is Healthy", out.Name))
+			c.eventSwitching(ctx, out, from, contract.StrategyRolling, fmt.Sprintf("%s serves beside the previous strategy's Deployments until it is Healthy", out.Name))
 		}
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
 			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {
-			c.report(out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
-			c.reportAnalysis(out, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
+			c.report(ctx, out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+			c.reportAnalysis(ctx, out, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 		}
 		return nil
 	}
@@ -286,8 +286,8 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		return fmt.Errorf("write status of %s/%s: %w", w.ns, w.name, err)
 	}
 	c.written.wrote(out)
-	c.report(updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
-	c.reportAnalysis(updated, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
+	c.report(ctx, updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
+	c.reportAnalysis(ctx, updated, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 	return nil
 }
 
@@ -343,6 +343,6 @@ func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recor
 	c.written.wrote(out)
 	c.log.Info("command", "workload", live.Namespace+"/"+live.Name, "command", cmd, "result", did)
 	c.metrics.command(strings.TrimSpace(cmd))
-	c.eventFor(updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
+	c.eventFor(ctx, updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
 	return nil
 }

@@ -88,7 +88,7 @@ func (c *Controller) steer(ctx context.Context, w *workload, svc *corev1.Service
 		c.log.Warn("refused a Service selector", "namespace", svc.Namespace, "service", svc.Name,
 			"selector", selectorString(current), "refused", selectorString(next), "have", check.Have, "would", check.Would, "need", check.Need)
 		c.metrics.selectorRefused(svc.Namespace, svc.Name)
-		c.eventFor(svc, corev1.EventTypeWarning, ReasonSelectorRefused, msg)
+		c.eventFor(ctx, svc, corev1.EventTypeWarning, ReasonSelectorRefused, msg)
 		return fmt.Errorf("set the selector of Service %s to %s: %w: %s", svc.Name, selectorString(next), errSelectorRefused, check)
 	}
 	patch, err := selectorPatch(ch)
@@ -107,7 +107,7 @@ func (c *Controller) steer(ctx context.Context, w *workload, svc *corev1.Service
 	if ch.repair {
 		c.log.Info("repaired a Service selector changed outside Git", "namespace", svc.Namespace, "service", svc.Name,
 			"from", selectorString(current), "to", selectorString(next))
-		c.eventFor(out, corev1.EventTypeWarning, ReasonSelectorRepaired,
+		c.eventFor(ctx, out, corev1.EventTypeWarning, ReasonSelectorRepaired,
 			fmt.Sprintf("the selector was changed outside the rollout controller: %s put back as %s", selectorString(current), selectorString(next)))
 	}
 	return nil

@@ -81,12 +81,12 @@ func previousStrategy(w *workload, target string) string {
 
 // eventSwitching records on d that workload switches strategy, from to
 // to; how says what happens meanwhile.
-func (c *Controller) eventSwitching(d *appsv1.Deployment, from, to, how string) {
+func (c *Controller) eventSwitching(ctx context.Context, d *appsv1.Deployment, from, to, how string) {
 	if d == nil || from == "" {
 		return
 	}
 	c.log.Info("switching strategy", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "from", from, "to", to)
-	c.eventFor(d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switching from %s to %s: %s", from, to, how))
+	c.eventFor(ctx, d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switching from %s to %s: %s", from, to, how))
 }
 
 // retireFromRolling prepares the live Deployment <name> of a workload that
@@ -164,7 +164,7 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload, live *a
 	}
 	done, err := c.retireDeployments(ctx, w, specReplicas(live), left...)
 	if done && err == nil {
-		c.eventSwitched(live, from, contract.StrategyRolling, left)
+		c.eventSwitched(ctx, live, from, contract.StrategyRolling, left)
 	}
 	return true, err
 }
@@ -275,7 +275,7 @@ func (c *Controller) retireBefore(ctx context.Context, w *workload, target strin
 	}
 	done, err := c.retireDeployments(ctx, w, keep, left...)
 	if done && err == nil {
-		c.eventSwitched(primary, from, target, left)
+		c.eventSwitched(ctx, primary, from, target, left)
 	}
 	return err
 }
@@ -308,7 +308,7 @@ func latestStatus(w *workload, recorded strategies.Status) strategies.Status {
 
 // eventSwitched records on d that its workload finished switching from
 // strategy from to to, having retired the Deployments gone.
-func (c *Controller) eventSwitched(d *appsv1.Deployment, from, to string, gone []*appsv1.Deployment) {
+func (c *Controller) eventSwitched(ctx context.Context, d *appsv1.Deployment, from, to string, gone []*appsv1.Deployment) {
 	if d == nil {
 		return
 	}
@@ -319,5 +319,5 @@ func (c *Controller) eventSwitched(d *appsv1.Deployment, from, to string, gone [
 	if from == "" {
 		from = "the previous strategy"
 	}
-	c.eventFor(d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switched from %s to %s; retired %s", from, to, strings.Join(names, ", ")))
+	c.eventFor(ctx, d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switched from %s to %s; retired %s", from, to, strings.Join(names, ", ")))
 }

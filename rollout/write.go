@@ -103,8 +103,8 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	}
 	c.written.wrote(updated)
 	c.specs.wrote(live, updated)
-	c.wroteTemplate(live, want, updated)
-	c.wroteCount(live, updated, scaledBy)
+	c.wroteTemplate(ctx, live, want, updated)
+	c.wroteCount(ctx, live, updated, scaledBy)
 	return nil
 }
 
@@ -119,7 +119,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 // targeting the Deployment (a blue-green color that lost traffic scales
 // down). by is c.hand.scaledBy(live), read before the write: the write's
 // own watch event may have replaced what was noted of live by then.
-func (c *Controller) wroteCount(live, out *appsv1.Deployment, by string) {
+func (c *Controller) wroteCount(ctx context.Context, live, out *appsv1.Deployment, by string) {
 	switch {
 	case by == "" || by == autoscalerManager || live.Spec.Replicas == nil || out.Spec.Replicas == nil:
 		return
@@ -130,7 +130,7 @@ func (c *Controller) wroteCount(live, out *appsv1.Deployment, by string) {
 	c.hand.forgetScaledBy(out.Namespace, out.Name)
 	c.log.Info("restored a replica count changed outside Git", "workload", out.Namespace+"/"+out.Labels[contract.LabelWorkload],
 		"deployment", out.Name, "from", *live.Spec.Replicas, "to", *out.Spec.Replicas, "by", by)
-	c.eventFor(out, corev1.EventTypeWarning, ReasonScaleRestored, fmt.Sprintf("the count was set to %d outside Git (by %s): %d written again",
+	c.eventFor(ctx, out, corev1.EventTypeWarning, ReasonScaleRestored, fmt.Sprintf("the count was set to %d outside Git (by %s): %d written again",
 		*live.Spec.Replicas, by, *out.Spec.Replicas))
 }
 

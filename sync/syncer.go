@@ -11,7 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -302,7 +302,7 @@ func (s *Syncer) Name() string { return s.cfg.Name }
 // discardEvents records nothing.
 type discardEvents struct{}
 
-func (discardEvents) Event(context.Context, *corev1.ObjectReference, string, string, string) {}
+func (discardEvents) Event(context.Context, runtime.Object, string, string, string) {}
 
 // backoff is the wait after n consecutive failures: interval doubled n
 // times, capped. With a 30s interval and a 5m cap: 1m, 2m, 4m, 5m, 5m...

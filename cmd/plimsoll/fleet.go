@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/internal/events"
 	"plimsoll.dev/plimsoll/notify"
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
@@ -59,7 +60,7 @@ type many struct {
 	watches  *apply.Watches
 	checker  *declare.Checker
 	metrics  *psync.Metrics
-	events   *psync.Events
+	events   *events.Recorder
 	notifier psync.Notifier
 
 	mu identities
@@ -96,7 +97,7 @@ func (o *runOptions) wireMany(log *slog.Logger, reg prometheus.Registerer, notif
 	clk := clock.RealClock{}
 	m := &many{o: o, k: k, log: log, clock: clk, statusNS: o.resolveStatusNamespace(), namespaces: namespaces,
 		watches: apply.NewWatches(k.metadata), checker: &declare.Checker{Client: k.client, Where: o.syncsNamespace},
-		events: psync.NewEvents(k.client, clk, log), mu: identities{clients: map[string]kubernetes.Interface{}}}
+		events: events.New(k.client, clk, log, psync.Component, events.Wait), mu: identities{clients: map[string]kubernetes.Interface{}}}
 	var rolloutMetrics *rollout.Metrics
 	if reg != nil {
 		m.metrics, rolloutMetrics = psync.NewMetrics(reg), rollout.NewMetrics(reg)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/internal/events"
 	"plimsoll.dev/plimsoll/notify"
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
@@ -117,7 +118,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 			HandOffFieldManager: rollout.FieldManager}),
 		Store:       store,
 		Deployments: rollouts,
-		Events:      psync.NewEvents(client, clk, log),
+		Events:      events.New(client, clk, log, psync.Component, events.Wait),
 		Metrics:     metrics.For(o.syncName),
 		Log:         log,
 		Clock:       clk,
