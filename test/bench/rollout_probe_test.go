@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,9 +64,17 @@ func scrapeRequests(ctx context.Context, client kubernetes.Interface) (requestCo
 		if l["resource"] == "leases" {
 			continue
 		}
-		counts.Verbs[cmp.Or(apiserverVerbs[l["verb"]], l["verb"])] += int64(v)
-		if code, _ := strconv.Atoi(l["code"]); code >= 400 {
+		verb := cmp.Or(apiserverVerbs[l["verb"]], l["verb"])
+		counts.Verbs[verb] += int64(v)
+		code, _ := strconv.Atoi(l["code"])
+		if code >= 400 {
 			counts.Errors += int64(v)
+		}
+		if code == http.StatusConflict {
+			counts.Conflicts += int64(v)
+		}
+		if l["resource"] == "pods" && l["subresource"] == "" && verb == "CREATE" {
+			counts.PodCreates += int64(v)
 		}
 	}
 	if len(counts.Verbs) == 0 {

@@ -216,8 +216,8 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 	}
 
 	b.WriteString("\n## API requests per workload, by verb\n\n")
-	b.WriteString("| strategy | binary | N | requests of | " + strings.Join(verbColumns, " | ") + " | other | total | errors |\n")
-	b.WriteString("|---|---|---|---|" + strings.Repeat("---|", len(verbColumns)+3) + "\n")
+	b.WriteString("| strategy | binary | N | requests of | " + strings.Join(verbColumns, " | ") + " | other | total | errors | of them 409 | pods created |\n")
+	b.WriteString("|---|---|---|---|" + strings.Repeat("---|", len(verbColumns)+5) + "\n")
 	for _, s := range []struct {
 		name  string
 		phase func(rolloutRecord) phaseRecord
@@ -235,7 +235,11 @@ recorded. Rows are medians over the runs; every run is listed at the end.
 				{"daemon", func(p phaseRecord) requestCounts { return p.Daemon }},
 			} {
 				fmt.Fprintf(&b, "| %s | %s | %d | %s |", s.name, g.label, g.n, src.name)
-				for _, verb := range append(slices.Clone(verbColumns), "other", "total", "errors") {
+				for _, verb := range append(slices.Clone(verbColumns), "other", "total", "errors", "409", "pods created") {
+					if (verb == "409" || verb == "pods created") && !slices.ContainsFunc(ps, func(p phaseRecord) bool { return p.API.PodCreates > 0 }) {
+						b.WriteString(" — |") // runs recorded before these were counted
+						continue
+					}
 					v := medianOf(ps, func(p phaseRecord) float64 { return perWorkload(verbCount(src.counts(p), verb), p.Workloads) })
 					fmt.Fprintf(&b, " %.1f |", v)
 				}
@@ -323,6 +327,9 @@ func (rec rolloutRecord) summary() string {
 			p.name, totalCell([]phaseRecord{p.p}), seconds(p.p.FirstSeconds), medianCell([]phaseRecord{p.p}),
 			seconds(p.p.AppliedSeconds), p.p.CPUSeconds, p.p.PeakRSSKiB/1024,
 			p.p.API.Total(), p.p.Daemon.Total(), p.p.API.Errors, p.p.Daemon.Errors)
+		if p.p.API.PodCreates > 0 {
+			s += fmt.Sprintf(", 409s %d (daemon %d), pods created %d", p.p.API.Conflicts, p.p.Daemon.Conflicts, p.p.API.PodCreates)
+		}
 		if p.p.HarnessCPUSeconds > 0 {
 			s += fmt.Sprintf(", benchmark process CPU %.1f s", p.p.HarnessCPUSeconds)
 		}
@@ -335,13 +342,18 @@ func (rec rolloutRecord) summary() string {
 var verbColumns = []string{"GET", "LIST", "WATCH", "CREATE", "UPDATE", "PATCH", "APPLY", "DELETE"}
 
 // verbCount is the count of verb in c; "other" sums the verbs without a
-// column, "total" and "errors" are what they say.
+// column; "total", "errors", "409" (conflicts) and "pods created" are
+// what they say.
 func verbCount(c requestCounts, verb string) int64 {
 	switch verb {
 	case "total":
 		return c.Total()
 	case "errors":
 		return c.Errors
+	case "409":
+		return c.Conflicts
+	case "pods created":
+		return c.PodCreates
 	case "other":
 		var n int64
 		for v, k := range c.Verbs {

@@ -22,10 +22,14 @@ import (
 
 // RequestCounts are API requests by verb, spelled as the API server's
 // apiserver_request_total spells them (GET, LIST, WATCH, CREATE, UPDATE,
-// PATCH, APPLY, DELETE, DELETECOLLECTION), and how many of them failed.
+// PATCH, APPLY, DELETE, DELETECOLLECTION), how many of them failed, how
+// many of those were conflicts, and the pods created (what a rollout
+// makes the scheduler, the kubelets and the endpoints controller do).
 type RequestCounts struct {
-	Verbs  map[string]int64 `json:"verbs"`
-	Errors int64            `json:"errors"` // answered with a status of 400 or more
+	Verbs      map[string]int64 `json:"verbs"`
+	Errors     int64            `json:"errors"`               // answered with a status of 400 or more
+	Conflicts  int64            `json:"conflicts,omitempty"`  // answered 409 Conflict
+	PodCreates int64            `json:"podCreates,omitempty"` // pods created (POST of pods), answered or not
 }
 
 // Total is the number of requests of every verb.
@@ -39,7 +43,8 @@ func (c RequestCounts) Total() int64 {
 
 // Minus is c - base, verb by verb: the requests made between two readings.
 func (c RequestCounts) Minus(base RequestCounts) RequestCounts {
-	out := RequestCounts{Verbs: map[string]int64{}, Errors: c.Errors - base.Errors}
+	out := RequestCounts{Verbs: map[string]int64{}, Errors: c.Errors - base.Errors, Conflicts: c.Conflicts - base.Conflicts,
+		PodCreates: c.PodCreates - base.PodCreates}
 	for verb, v := range c.Verbs {
 		if d := v - base.Verbs[verb]; d != 0 {
 			out.Verbs[verb] = d
@@ -90,6 +95,9 @@ func StartAPIProxy(t testing.TB, cfg *rest.Config, observe func(resp *http.Respo
 			if resp.StatusCode >= 400 {
 				p.mu.Lock()
 				p.counts.Errors++
+				if resp.StatusCode == http.StatusConflict {
+					p.counts.Conflicts++
+				}
 				p.mu.Unlock()
 			}
 			if observe != nil {
@@ -116,7 +124,9 @@ func StartAPIProxy(t testing.TB, cfg *rest.Config, observe func(resp *http.Respo
 func (p *APIProxy) Snapshot() RequestCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return RequestCounts{Verbs: maps.Clone(p.counts.Verbs), Errors: p.counts.Errors}
+	out := p.counts
+	out.Verbs = maps.Clone(p.counts.Verbs)
+	return out
 }
 
 // WriteKubeconfig writes a kubeconfig at path that reaches the API server
