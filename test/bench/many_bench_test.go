@@ -86,13 +86,9 @@ func readManyEnv(t *testing.T) manyEnv {
 	e.idle = idle
 	if e.measures("flux") {
 		kubectl := filepath.Join(filepath.Dir(e.kubeconfig), "bin", "kubectl")
-		flux := strings.Fields(runOutput(t, filepath.Join(root, "hack", "cluster"), "flux"))
-		if len(flux) != 2 {
-			t.Fatalf("hack/cluster flux printed %q, not the paths of two controllers", flux)
-		}
-		e.flux = &fluxDriver{source: flux[0], kustomize: flux[1], ports: [4]int(freePorts(t, 4))}
+		e.flux = newFluxDriver(t, root)
 		runOutput(t, kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--force-conflicts",
-			"--field-manager", "bench", "-f", filepath.Join(filepath.Dir(flux[0]), "crds"))
+			"--field-manager", "bench", "-f", filepath.Join(filepath.Dir(e.flux.source), "crds"))
 		runOutput(t, kubectl, "--kubeconfig", e.kubeconfig, "wait", "--for", "condition=Established", "crd", "--all", "--timeout", "2m")
 		e.fluxVersion = "source-controller " + toolModuleVersion(t, root, "flux", "github.com/fluxcd/source-controller") +
 			", kustomize-controller " + toolModuleVersion(t, root, "flux", "github.com/fluxcd/kustomize-controller")

@@ -76,13 +76,8 @@ func readPeerEnv(t *testing.T) peerEnv {
 		versions: map[string]string{},
 	}
 	cluster := filepath.Join(r.root, "hack", "cluster")
-	flux := strings.Fields(runOutput(t, cluster, "flux"))
-	if len(flux) != 3 {
-		t.Fatalf("hack/cluster flux printed %q, not the paths of three controllers", flux)
-	}
-	ports := freePorts(t, 4)
-	env.flux = &fluxDriver{source: flux[0], kustomize: flux[1], helm: flux[2], ports: [4]int(ports)}
-	crds := []string{filepath.Dir(flux[0])}
+	env.flux = newFluxDriver(t, r.root)
+	crds := []string{filepath.Dir(env.flux.source)}
 	if env.wants("rollout") {
 		env.argo = strings.TrimSpace(runOutput(t, cluster, "argo-rollouts"))
 		crds = append(crds, filepath.Dir(env.argo))

@@ -43,6 +43,16 @@ type fluxDriver struct {
 	ports                   [4]int // artifact server, source health, kustomize health, helm health
 }
 
+// newFluxDriver builds Flux's controllers into the tools cache, once
+// (hack/cluster flux), and returns them with four free ports.
+func newFluxDriver(t *testing.T, root string) *fluxDriver {
+	flux := strings.Fields(runOutput(t, filepath.Join(root, "hack", "cluster"), "flux"))
+	if len(flux) != 3 {
+		t.Fatalf("hack/cluster flux printed %q, not the paths of three controllers", flux)
+	}
+	return &fluxDriver{source: flux[0], kustomize: flux[1], helm: flux[2], ports: [4]int(freePorts(t, 4))}
+}
+
 // fluxArgs are the flags every Flux controller of the benchmark gets:
 // interval jitter is off, as plimsoll has none.
 var fluxArgs = []string{"--enable-leader-election=false", "--metrics-addr=0", "--interval-jitter-percentage=0", "--log-level=info"}
