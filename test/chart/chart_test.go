@@ -41,15 +41,7 @@ type object struct {
 					RunAsNonRoot bool `json:"runAsNonRoot"`
 					RunAsUser    int  `json:"runAsUser"`
 				} `json:"securityContext"`
-				Volumes []struct {
-					Name      string `json:"name"`
-					ConfigMap *struct {
-						Name string `json:"name"`
-					} `json:"configMap"`
-					Secret *struct {
-						SecretName string `json:"secretName"`
-					} `json:"secret"`
-				} `json:"volumes"`
+				Volumes    []volume `json:"volumes"`
 				Containers []struct {
 					Args            []string      `json:"args"`
 					Env             []envVar      `json:"env"`
@@ -82,6 +74,17 @@ type envVar struct {
 			Resource string `json:"resource"`
 		} `json:"resourceFieldRef"`
 	} `json:"valueFrom"`
+}
+
+// volume is a rendered pod's volume, as much of it as the tests read.
+type volume struct {
+	Name      string `json:"name"`
+	ConfigMap *struct {
+		Name string `json:"name"`
+	} `json:"configMap"`
+	Secret *struct {
+		SecretName string `json:"secretName"`
+	} `json:"secret"`
 }
 
 // volumeMount is a rendered container's volume mount.
@@ -166,13 +169,16 @@ func TestChartDefaults(t *testing.T) {
 	}
 	d := deployment(t, objs)
 	c := d.Spec.Template.Spec.Containers[0]
-	for _, want := range []string{"run", "--repo=" + repoURL, "--branch=main", "--sync-name=default", "--namespace=plimsoll-system", "--listen=:8080"} {
+	for _, want := range []string{"run", "--repo=" + repoURL, "--branch=main", "--sync-name=default", "--namespace=plimsoll-system", "--listen=:8080",
+		"--git-timeout=1m", "--ui-listen=127.0.0.1:8081"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %q", c.Args, want)
 		}
 	}
-	if slices.Contains(c.Args, "--leader-elect") {
-		t.Errorf("one replica with --leader-elect: %v", c.Args)
+	for _, unwanted := range []string{"--leader-elect", "--hold-rewinds", "--allow-empty"} {
+		if slices.Contains(c.Args, unwanted) {
+			t.Errorf("the defaults render %s: %v", unwanted, c.Args)
+		}
 	}
 	if d.Spec.Strategy.Type != "Recreate" {
 		t.Errorf("Deployment strategy %q, want Recreate: never two daemons on one sync", d.Spec.Strategy.Type)
@@ -189,16 +195,32 @@ func TestChartDefaults(t *testing.T) {
 }
 
 // TestChartOptions: replicas > 1 elect a leader; windows, Git credentials
-// and the webhook secret become flags; the ServiceMonitor is optional.
+// and timeout, the webhook secret, held rewinds, empty commits, Helm
+// registry credentials and the web view's address become flags; the
+// ServiceMonitor is optional.
 func TestChartOptions(t *testing.T) {
 	objs := render(t, "replicas=2", "windows={deny 0 22 * * 5 62h}", "git.existingSecret=git", "git.tokenKey=token",
-		"webhook.existingSecret=hook", "serviceMonitor.enabled=true")
-	args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+		"git.sshKeyKey=key", "git.knownHostsKey=hosts", "git.sshKeyPassphraseKey=phrase", "git.timeout=2m",
+		"webhook.existingSecret=hook", "serviceMonitor.enabled=true", "holdRewinds=true", "allowEmpty=true",
+		"helm.existingSecret=registries", "ui.listen=:8081", "ui.hosts={plimsoll.example}")
+	d := deployment(t, objs)
+	args := d.Spec.Template.Spec.Containers[0].Args
 	for _, want := range []string{"--leader-elect", "--window=deny 0 22 * * 5 62h", "--git-token-file=/etc/plimsoll/git/token",
-		"--webhook-secret-file=/etc/plimsoll/webhook/secret"} {
+		"--ssh-key-passphrase-file=/etc/plimsoll/git/phrase", "--git-timeout=2m",
+		"--webhook-secret-file=/etc/plimsoll/webhook/secret", "--hold-rewinds", "--allow-empty",
+		"--helm-credentials-file=/etc/plimsoll/helm/config.json", "--ui-listen=:8081", "--ui-host=plimsoll.example"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %q", args, want)
 		}
+	}
+	mounted := slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].VolumeMounts, func(m volumeMount) bool {
+		return m.Name == "helm" && m.MountPath == "/etc/plimsoll/helm" && m.ReadOnly
+	})
+	fromSecret := slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v volume) bool {
+		return v.Name == "helm" && v.Secret != nil && v.Secret.SecretName == "registries"
+	})
+	if !mounted || !fromSecret {
+		t.Errorf("helm.existingSecret: mounted read-only at /etc/plimsoll/helm %v, from Secret registries %v; want both", mounted, fromSecret)
 	}
 	if kinds(objs)["ServiceMonitor"] != 1 {
 		t.Error("serviceMonitor.enabled rendered no ServiceMonitor")
