@@ -164,22 +164,34 @@ func TestManySyncsBenchmark(t *testing.T) {
 	cfg.QPS, cfg.Burst = 200, 400
 	client := kubernetes.NewForConfigOrDie(cfg)
 	var records []manyRecord
+	// Each setup's record is written as soon as it is measured: a run
+	// stopped in a later setup keeps the earlier ones.
+	record := func(r manyRecord) {
+		records = append(records, r)
+		writeMany(t, env, records)
+	}
 	for i, replicas := range env.replicas {
 		if env.measures("plimsoll") {
-			records = append(records, measureMany(t, env, cfg, client, fmt.Sprintf("bm%d", i), fmt.Sprintf("plimsoll, %d replica(s)", replicas), env.n,
+			record(measureMany(t, env, cfg, client, fmt.Sprintf("bm%d", i), fmt.Sprintf("plimsoll, %d replica(s)", replicas), env.n,
 				func(ns manyNamespaces, repo, root *manyRepo) *manySetup {
 					return startPlimsolls(t, env, cfg, ns, repo, root, replicas)
 				}))
 		}
 	}
 	if env.measures("singles") && env.singles > 0 {
-		records = append(records, measureMany(t, env, cfg, client, "bms", fmt.Sprintf("plimsoll, %d daemons of one sync", env.singles), env.singles,
+		record(measureMany(t, env, cfg, client, "bms", fmt.Sprintf("plimsoll, %d daemons of one sync", env.singles), env.singles,
 			func(ns manyNamespaces, repo, _ *manyRepo) *manySetup { return startSingles(t, env, cfg, ns, repo) }))
 	}
 	if env.flux != nil {
-		records = append(records, measureMany(t, env, cfg, client, "bmf", "Flux, "+strconv.Itoa(env.n)+" Kustomizations", env.n,
+		record(measureMany(t, env, cfg, client, "bmf", "Flux, "+strconv.Itoa(env.n)+" Kustomizations", env.n,
 			func(ns manyNamespaces, repo, _ *manyRepo) *manySetup { return startFlux(t, env, cfg, ns, repo) }))
 	}
+	t.Log("\n" + renderMany(env, records))
+}
+
+// writeMany writes the records measured so far to bench/many-results.json
+// and their section of bench/results.md.
+func writeMany(t *testing.T, env manyEnv, records []manyRecord) {
 	raw, err := json.MarshalIndent(records, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -187,9 +199,7 @@ func TestManySyncsBenchmark(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(env.root, "bench", "many-results.json"), append(raw, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	body := renderMany(env, records)
-	writeSection(t, filepath.Join(env.root, "bench", "results.md"), "many-syncs", body)
-	t.Log("\n" + body)
+	writeSection(t, filepath.Join(env.root, "bench", "results.md"), "many-syncs", renderMany(env, records))
 }
 
 // manyNamespaces are a setup's namespaces: home (records, declarations,
@@ -345,9 +355,7 @@ data:
 		}
 		dropFluxFinalizers(ctx, t, cfg, ns.home)
 	}
-	for _, name := range append([]string{ns.home}, ns.syncs...) {
-		deleteNamespace(t, client, name)
-	}
+	deleteNamespace(t, client, append([]string{ns.home}, ns.syncs...)...)
 	t.Logf("%s: first sync %.1fs, commit %.1fs, idle %.2f CPU s and %d requests in %.0fs, peak RSS %v KiB", setup,
 		rec.FirstSeconds, rec.CommitSeconds, rec.IdleCPUSeconds, rec.IdleRequests.Total(), rec.IdleSeconds, rec.PeakRSSKiB)
 	return rec
