@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"syscall"
@@ -141,20 +143,22 @@ type handOver struct {
 	mark   int
 }
 
+// handOverSteps turn the example's steps into "50%, 100%".
+var handOverSteps = []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`}
+
 // startHandOver rolls api's revision 1 out, starts the watches, and
 // commits revision 2.
 func startHandOver(t *testing.T) handOver {
 	t.Helper()
-	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`}
 	h := handOver{s: newSyncTarget(t)}
-	h.s.repo.commit("api v1", canaryExample(t, "v1", steps...))
+	h.s.repo.commit("api v1", canaryExample(t, "v1", handOverSteps...))
 	h.d = kit.StartDaemon(t, h.s, "--interval", "1s")
 	waitForDeployment(t, h.s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	h.endpoints = watchEndpoints(t, h.s.ns, "api")
 	h.endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 	h.pods = watchPods(t, h.s.ns)
 	h.before, h.mark = h.pods.seen(), h.endpoints.mark()
-	h.s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	h.s.repo.commit("api v2", canaryExample(t, "v2", handOverSteps...))
 	return h
 }
 
@@ -190,16 +194,38 @@ func TestCanaryHandOver(t *testing.T) {
 func TestCanaryHandOverSIGKILL(t *testing.T) {
 	h := startHandOver(t)
 	s, d, endpoints := h.s, h.d, h.endpoints
-	waitForDeployment(t, s.ns, "api-canary", "the canary paused for the hand-over", func(d *appsv1.Deployment) bool {
-		return d.Spec.Paused && d.Annotations["plimsoll.dev/revision"] == "2"
-	})
-	cluster(t, "stop", "kube-controller-manager")
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
 			cluster(t, "start", "kube-controller-manager")
 		}
 	})
+	// The hand-over takes well under a second with the controller manager
+	// running: the controller manager is stopped the moment a watch sees
+	// the canary paused for it, and when even that was too late (the
+	// stable Deployment was scaled up: the pods were adopted already), the
+	// next revision is tried.
+	revision := 2
+	for attempt := 1; ; attempt++ {
+		if !<-watchDeploymentFor(t, s.ns, "api-canary", func(d *appsv1.Deployment) bool {
+			return d.Spec.Paused && d.Annotations["plimsoll.dev/revision"] == strconv.Itoa(revision)
+		}) {
+			t.Fatalf("api-canary: never seen paused for the hand-over of revision %d", revision)
+		}
+		cluster(t, "stop", "kube-controller-manager")
+		if api := getDeployment(t, s.ns, "api"); *api.Spec.Replicas == 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("the hand-over of %d revisions in a row finished before the controller manager was stopped", attempt)
+		}
+		t.Logf("revision %d was handed over before the controller manager stopped; trying revision %d", revision, revision+1)
+		cluster(t, "start", "kube-controller-manager")
+		waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
+		revision++
+		h.before, h.mark = h.pods.seen(), endpoints.mark()
+		s.repo.commit(fmt.Sprintf("api v%d", revision), canaryExample(t, fmt.Sprintf("v%d", revision), handOverSteps...))
+	}
 	waitFor(t, "the canary's ReplicaSet deleted, its pods left to the stable", func(ctx context.Context) (bool, error) {
 		list, err := suite.client.AppsV1().ReplicaSets(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
 		if err != nil {
@@ -238,7 +264,33 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 
 	t.Log("the daemon again: it adopts the pods into the stable Deployment")
 	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 	checkMinReady(t, endpoints, h.mark, 4)
 	checkHandedOver(t, s.ns, endpoints, h.pods.since(h.before))
+}
+
+// watchDeploymentFor returns a channel that receives true once a watch of
+// Deployment ns/name sees cond hold (at once, where polling would miss a
+// state that lasts less than its interval), or false when the watch ends
+// first.
+func watchDeploymentFor(t *testing.T, ns, name string, cond func(*appsv1.Deployment) bool) <-chan bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kit.WaitTimeout)
+	t.Cleanup(cancel)
+	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatalf("watch Deployment %s: %v", name, err)
+	}
+	seen := make(chan bool, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && cond(d) {
+				seen <- true
+				return
+			}
+		}
+		seen <- false
+	}()
+	return seen
 }
