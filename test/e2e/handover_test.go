@@ -10,6 +10,7 @@ import (
 	gosync "sync"
 	"syscall"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -207,10 +208,17 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 	// next revision is tried.
 	revision := 2
 	for attempt := 1; ; attempt++ {
-		if !<-watchDeploymentFor(t, s.ns, "api-canary", func(d *appsv1.Deployment) bool {
+		// A watch, not a poll: the pause lasts less than a poll's interval.
+		paused := followDeployment(t, s.ns, "api-canary", func(d *appsv1.Deployment) bool {
 			return d.Spec.Paused && d.Annotations["plimsoll.dev/revision"] == strconv.Itoa(revision)
-		}) {
-			t.Fatalf("api-canary: never seen paused for the hand-over of revision %d", revision)
+		})
+		select {
+		case ok := <-paused:
+			if !ok {
+				t.Fatalf("api-canary: the watch ended before the canary was paused for the hand-over of revision %d", revision)
+			}
+		case <-time.After(kit.WaitTimeout):
+			t.Fatalf("api-canary: not paused for the hand-over of revision %d within %s", revision, kit.WaitTimeout)
 		}
 		cluster(t, "stop", "kube-controller-manager")
 		if api := getDeployment(t, s.ns, "api"); *api.Spec.Replicas == 0 {
@@ -267,30 +275,4 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 	waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 	checkMinReady(t, endpoints, h.mark, 4)
 	checkHandedOver(t, s.ns, endpoints, h.pods.since(h.before))
-}
-
-// watchDeploymentFor returns a channel that receives true once a watch of
-// Deployment ns/name sees cond hold (at once, where polling would miss a
-// state that lasts less than its interval), or false when the watch ends
-// first.
-func watchDeploymentFor(t *testing.T, ns, name string, cond func(*appsv1.Deployment) bool) <-chan bool {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kit.WaitTimeout)
-	t.Cleanup(cancel)
-	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	if err != nil {
-		t.Fatalf("watch Deployment %s: %v", name, err)
-	}
-	seen := make(chan bool, 1)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if d, ok := ev.Object.(*appsv1.Deployment); ok && cond(d) {
-				seen <- true
-				return
-			}
-		}
-		seen <- false
-	}()
-	return seen
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -211,22 +210,15 @@ type scaleWatch struct {
 // watchScale follows Deployment name's spec.replicas from now on.
 func watchScale(t *testing.T, ns, name string) *scaleWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	if err != nil {
-		t.Fatalf("watch Deployment %s: %v", name, err)
-	}
 	sw := &scaleWatch{}
-	go func() {
-		for ev := range w.ResultChan() {
-			if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
-				sw.mu.Lock()
-				sw.high = max(sw.high, *d.Spec.Replicas)
-				sw.mu.Unlock()
-			}
+	followDeployment(t, ns, name, func(d *appsv1.Deployment) bool {
+		if d.Spec.Replicas != nil {
+			sw.mu.Lock()
+			sw.high = max(sw.high, *d.Spec.Replicas)
+			sw.mu.Unlock()
 		}
-	}()
+		return false
+	})
 	return sw
 }
 

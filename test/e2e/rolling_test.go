@@ -85,26 +85,42 @@ type phaseWatch struct {
 
 func watchPhases(t *testing.T, ns, name string) *phaseWatch {
 	t.Helper()
+	pw := &phaseWatch{}
+	followDeployment(t, ns, name, func(d *appsv1.Deployment) bool {
+		p := d.Annotations["plimsoll.dev/revision"] + ":" + d.Annotations["plimsoll.dev/phase"]
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		if len(pw.phases) == 0 || pw.phases[len(pw.phases)-1] != p {
+			pw.phases = append(pw.phases, p)
+		}
+		return false
+	})
+	return pw
+}
+
+// followDeployment calls on with Deployment ns/name each time a watch sees
+// it, from now until on returns true or the test ends. The channel
+// receives true when on returned true, false when the watch ended first.
+func followDeployment(t *testing.T, ns, name string, on func(*appsv1.Deployment) bool) <-chan bool {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w, err := suite.client.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
 		t.Fatalf("watch Deployment %s: %v", name, err)
 	}
-	pw := &phaseWatch{}
+	done := make(chan bool, 1)
 	go func() {
+		defer w.Stop()
 		for ev := range w.ResultChan() {
-			if d, ok := ev.Object.(*appsv1.Deployment); ok {
-				p := d.Annotations["plimsoll.dev/revision"] + ":" + d.Annotations["plimsoll.dev/phase"]
-				pw.mu.Lock()
-				if len(pw.phases) == 0 || pw.phases[len(pw.phases)-1] != p {
-					pw.phases = append(pw.phases, p)
-				}
-				pw.mu.Unlock()
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && on(d) {
+				done <- true
+				return
 			}
 		}
+		done <- false
 	}()
-	return pw
+	return done
 }
 
 func (pw *phaseWatch) seen() []string {
