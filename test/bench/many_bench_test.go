@@ -317,20 +317,8 @@ func measureMany(t *testing.T, env manyEnv, cfg *rest.Config, client kubernetes.
 	first := strings.TrimSpace(runOutput(t, "git", "-C", repo.work, "rev-parse", "HEAD"))
 	declarations := map[string]string{}
 	for i, name := range ns.syncs {
-		declarations[fmt.Sprintf("s%03d.yaml", i)] = fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: %s
-  namespace: %s
-  labels: {plimsoll.dev/sync-declaration: "true"}
-data:
-  sync.yaml: |
-    repository: %s
-    path: s%03d
-    interval: %s
-    namespace: %s
-    serviceAccount: %s/deployer
-`, name, ns.home, repo.url, i, manyInterval, name, name)
+		declarations[fmt.Sprintf("s%03d.yaml", i)] = kit.SyncDeclaration(name, ns.home, fmt.Sprintf(
+			"repository: %s\npath: s%03d\ninterval: %s\nnamespace: %s\nserviceAccount: %s/deployer\n", repo.url, i, manyInterval, name, name))
 	}
 	root := newManyRepo(t, declarations)
 

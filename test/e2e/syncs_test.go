@@ -141,24 +141,7 @@ func (p *platform) sync(name string) string {
 // its sync.yaml.
 func (p *platform) declaration(name, body string) string {
 	name = p.sync(name)
-	return fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: %s
-  namespace: %s
-  labels: {plimsoll.dev/sync-declaration: "true"}
-data:
-  sync.yaml: |
-%s`, name, p.home, indent(body, "    "))
-}
-
-// indent prefixes every line of s.
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return strings.Join(lines, "\n") + "\n"
+	return kit.SyncDeclaration(name, p.home, body)
 }
 
 // RunFlags runs the platform's daemon: the root sync of its repository,

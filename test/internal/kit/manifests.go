@@ -16,6 +16,18 @@ func AnalysisDoc(name, body string) string {
 	return b.String()
 }
 
+// SyncDeclaration is a sync declaration: ConfigMap name in namespace,
+// labelled plimsoll.dev/sync-declaration, whose sync.yaml is body (the
+// fields of docs/syncs.md, written at the left margin).
+func SyncDeclaration(name, namespace, body string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels: {plimsoll.dev/sync-declaration: \"true\"}\ndata:\n  sync.yaml: |\n", name, namespace)
+	for line := range strings.SplitSeq(strings.TrimRight(body, "\n"), "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
+
 // AliasBomb is a "billion laughs" document, ConfigMap bomb: nine levels
 // of nine aliases would expand to 9^9 strings.
 func AliasBomb() string {
