@@ -134,6 +134,12 @@ const (
 	// serving. A pod that has it without the serving label was taken out of
 	// traffic by hand: the controller leaves it out and labels another.
 	AnnotationServed = "plimsoll.dev/served"
+	// AnnotationHeldOut is "<key>=<value>" on a ReplicaSet of a canary's
+	// stable Deployment that a hand-over took out of the stable's selector
+	// for its length, by taking away that one label; the label comes back
+	// once the stable runs the canary's ReplicaSet, and the stable takes
+	// the ReplicaSet back as history (`kubectl rollout undo`).
+	AnnotationHeldOut = "plimsoll.dev/held-out"
 )
 
 // Labels.

@@ -224,9 +224,26 @@ func (k *cluster) settle() {
 	// The Deployment and ReplicaSet controllers.
 	for _, name := range slices.Sorted(maps.Keys(deploys)) {
 		d := deploys[name]
+		k.claim(d, rsets)
 		hash := podtemplate.Hash(d.Spec.Template)
 		current := d.Name + "-" + hash
+		for _, rsName := range slices.Sorted(maps.Keys(rsets)) {
+			if rs := rsets[rsName]; metav1.IsControlledBy(rs, d) && strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
+				current = rsName // the template's ReplicaSet, adopted or made
+				break
+			}
+		}
 		n := *d.Spec.Replicas
+		if rsets[current] == nil && d.Spec.Paused {
+			// A paused Deployment makes no ReplicaSet, but scales the
+			// newest it has (by name here) to its count: what a hand-over
+			// must leave it none of.
+			for _, rsName := range slices.Sorted(maps.Keys(rsets)) {
+				if metav1.IsControlledBy(rsets[rsName], d) {
+					current = rsName
+				}
+			}
+		}
 		if rsets[current] == nil && !d.Spec.Paused {
 			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: current, Namespace: "shop",
 				Labels:          withLabel(d.Spec.Template.Labels, strategies.LabelPodTemplateHash, hash),
@@ -265,6 +282,47 @@ func (k *cluster) settle() {
 		live[name] = *p
 	}
 	k.settleEndpoints(live)
+}
+
+// claim plays the Deployment controller's ReplicaSet ownership for d: it
+// lets go of a ReplicaSet it controls that its selector no longer selects
+// (a hand-over's held-out ones), and adopts an orphan that it selects.
+func (k *cluster) claim(d *appsv1.Deployment, rsets map[string]*appsv1.ReplicaSet) {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	for _, rsName := range slices.Sorted(maps.Keys(rsets)) {
+		rs := rsets[rsName]
+		switch selected := sel.Matches(labels.Set(rs.Labels)); {
+		case metav1.IsControlledBy(rs, d) && !selected:
+			rs.OwnerReferences = nil
+			k.update(rs)
+		case metav1.GetControllerOf(rs) == nil && selected && d.DeletionTimestamp == nil:
+			rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+			k.update(rs)
+		}
+	}
+}
+
+// controls reports whether Deployment d controls ReplicaSet name.
+func (k *cluster) controls(d *appsv1.Deployment, name string) bool {
+	k.t.Helper()
+	rs, err := k.client.AppsV1().ReplicaSets("shop").Get(k.ctx, name, metav1.GetOptions{})
+	return err == nil && metav1.IsControlledBy(rs, d)
+}
+
+// controlled counts the ReplicaSets Deployment d controls.
+func (k *cluster) controlled(d *appsv1.Deployment) int {
+	k.t.Helper()
+	_, rsets, _ := k.listAll()
+	n := 0
+	for _, rs := range rsets {
+		if metav1.IsControlledBy(rs, d) {
+			n++
+		}
+	}
+	return n
 }
 
 // runPods keeps want Ready pods of ReplicaSet rs in pods (by name): its
@@ -437,6 +495,10 @@ func requests(client *fake.Clientset) []string {
 			}
 		}
 		switch a := a.(type) {
+		case k8stesting.DeleteAction:
+			if p := a.GetDeleteOptions().PropagationPolicy; p != nil && *p == metav1.DeletePropagationOrphan {
+				line += " orphan"
+			}
 		case k8stesting.PatchAction:
 			if a.GetResource().Resource == "deployments" {
 				line = "update " + strings.TrimPrefix(line, "patch ") + deploymentPatchLine(a)
@@ -446,6 +508,9 @@ func requests(client *fake.Clientset) []string {
 		case k8stesting.UpdateAction:
 			if d, ok := a.GetObject().(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
 				line += fmt.Sprintf(" replicas=%d", *d.Spec.Replicas)
+				if d.Spec.Paused {
+					line += " paused"
+				}
 				if r := d.Spec.Strategy.RollingUpdate; r != nil && r.MaxSurge != nil {
 					line += " maxSurge=" + r.MaxSurge.String()
 				}
@@ -458,12 +523,14 @@ func requests(client *fake.Clientset) []string {
 }
 
 // deploymentPatchLine describes a patch of a Deployment as requests
-// lists an update: " replicas=N" and " maxSurge=..." when its spec sets
-// them, " status" when it goes to the status subresource.
+// lists an update: " replicas=N", " paused" or " resumed", and
+// " maxSurge=..." when its spec sets them, " status" when it goes to the
+// status subresource.
 func deploymentPatchLine(a k8stesting.PatchAction) string {
 	var p struct {
 		Spec *struct {
 			Replicas *int32 `json:"replicas"`
+			Paused   *bool  `json:"paused"`
 			Strategy struct {
 				RollingUpdate *struct {
 					MaxSurge any `json:"maxSurge"`
@@ -488,6 +555,9 @@ func deploymentPatchLine(a k8stesting.PatchAction) string {
 	line := ""
 	if p.Spec != nil && p.Spec.Replicas != nil {
 		line += fmt.Sprintf(" replicas=%d", *p.Spec.Replicas)
+	}
+	if p.Spec != nil && p.Spec.Paused != nil {
+		line += map[bool]string{true: " paused", false: " resumed"}[*p.Spec.Paused]
 	}
 	if p.Spec != nil && p.Spec.Strategy.RollingUpdate != nil && p.Spec.Strategy.RollingUpdate.MaxSurge != nil {
 		line += fmt.Sprintf(" maxSurge=%v", p.Spec.Strategy.RollingUpdate.MaxSurge)

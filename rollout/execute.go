@@ -59,12 +59,18 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			if x.primary != nil && x.command != "" {
 				err = c.clearCommand(ctx, x.primary, x.command)
 			}
-		case strategies.ActionOrphan:
-			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet, metav1.DeletePropagationOrphan)
+		case strategies.ActionHoldOut:
+			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, &a.Value)
+		case strategies.ActionRestore:
+			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, nil)
 		case strategies.ActionDeleteReplicaSet:
-			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet, metav1.DeletePropagationBackground)
+			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet)
 		case strategies.ActionDelete:
-			err = c.deleteDeployment(ctx, x.w, x.w.name+a.Deployment)
+			policy := metav1.DeletePropagationBackground
+			if a.Orphan {
+				policy = metav1.DeletePropagationOrphan
+			}
+			err = c.deleteDeployment(ctx, x.w, x.w.name+a.Deployment, policy)
 		case strategies.ActionDeletePod:
 			err = c.deletePod(ctx, x.w, a.Pod)
 		case strategies.ActionRetarget:

@@ -3,20 +3,22 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
 // A canary workload's pods are told apart by who owns them, not by their
-// names or tracks: a promotion hands the canary's pods over to the stable
-// Deployment (see strategies.planHandOver), and they keep the names
-// (<name>-canary-...) and the track label they were made with.
+// names or tracks: a promotion hands the canary's ReplicaSet over to the
+// stable Deployment (see strategies.planHandOver), and its pods keep the
+// names (<name>-canary-...) and the track label they were made with.
 
 // replicaSetsOf returns the names of w's ReplicaSets that Deployment d
 // controls.
@@ -75,37 +77,63 @@ func (w *workload) newCanaryTrack() string {
 	return strategies.OtherTrack(annotatedTemplate(w.deployment("")).Labels[contract.LabelTrack])
 }
 
-// deleteReplicaSet deletes ReplicaSet name of workload w with propagation
-// policy, on the uid the caches hold: orphan leaves its pods running
-// without an owner (the hand-over of the canary's pods), background takes
-// them with it. One gone already is nothing to do.
-func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name string, policy metav1.DeletionPropagation) error {
+// deleteReplicaSet deletes ReplicaSet name of workload w and its pods, on
+// the uid the caches hold; one gone already is nothing to do.
+func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name string) error {
 	var uid *metav1.Preconditions
 	for _, rs := range w.rsets {
 		if rs.Name == name {
 			uid = &metav1.Preconditions{UID: &rs.UID}
 		}
 	}
-	err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: uid})
+	background := metav1.DeletePropagationBackground
+	err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: uid})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ReplicaSet %s: %w", name, err)
-	}
-	if policy == metav1.DeletePropagationOrphan {
-		c.log.Info("handing the canary's pods to the stable Deployment", "workload", w.ns+"/"+w.name, "replicaSet", name)
 	}
 	return nil
 }
 
-// deleteDeployment deletes Deployment name of workload w, on the uid the
-// caches hold; one gone already is nothing to do.
-func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name string) error {
+// holdOut takes label key away from ReplicaSet name of workload w and
+// records it as held out with value (see strategies.HeldOut), or, for a
+// nil value, gives it back as recorded and drops the record. One gone
+// already is nothing to do.
+func (c *Controller) holdOut(ctx context.Context, w *workload, name, key string, value *string) error {
+	label, record, action := "null", "null", "give back"
+	if value != nil {
+		record, action = fmt.Sprintf("%q", key+"="+*value), "hold out"
+	} else {
+		for _, rs := range w.rsets {
+			if rs.Name == name {
+				_, v, _ := strings.Cut(rs.Annotations[contract.AnnotationHeldOut], "=")
+				label = fmt.Sprintf("%q", v)
+			}
+		}
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, key, label, contract.AnnotationHeldOut, record)
+	_, err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s label %s of ReplicaSet %s: %w", action, key, name, err)
+	}
+	return nil
+}
+
+// deleteDeployment deletes Deployment name of workload w with propagation
+// policy, on the uid the caches hold: orphan leaves its ReplicaSets
+// running without an owner (the hand-over of the canary's ReplicaSet),
+// background takes them with it. One gone already is nothing to do.
+func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name string, policy metav1.DeletionPropagation) error {
 	d := w.deploys[name]
 	if d == nil {
 		return nil
 	}
-	err := c.writer(w.key()).AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
+	err := c.writer(w.key()).AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy,
+		Preconditions: &metav1.Preconditions{UID: &d.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Deployment %s: %w", name, err)
+	}
+	if policy == metav1.DeletePropagationOrphan {
+		c.log.Info("handing the canary's ReplicaSet to the stable Deployment", "workload", w.ns+"/"+w.name, "deployment", name)
 	}
 	c.forgetDeployment(w.ns, name)
 	return nil

@@ -68,13 +68,15 @@ func before(t *testing.T, r []string, a, b []string) {
 // from v1 to v2 on the fake cluster and checks the order of each step's
 // writes as the planner lists them: the canary grows before the stable
 // Deployment scales down for its pods, which serve from their template;
-// on promotion the canary's pods are handed over to the stable (see
-// strategies.planHandOver): the canary grows to 4, then the stable goes to
-// 0 and the canary is paused, then the canary's ReplicaSet is deleted
-// leaving its pods, then the stable takes the canary's template at 4 and
-// adopts them, then the emptied canary goes and a new one is made at 0
-// with the other track. The pods that serve in the end are the canary's,
-// and the stable made none; Git's strategy stays on the stable all along.
+// on promotion the canary's ReplicaSet is handed over to the stable (see
+// strategies.planHandOver): the canary grows to 4 and is paused, then the
+// stable is paused at 0, its ReplicaSet held out of its selector, then it
+// takes the canary's template at 4, then the canary goes leaving its
+// ReplicaSet, which the stable adopts, then the stable is resumed and its
+// ReplicaSet given back, and a new canary is made at 0 with the other
+// track. The pods that serve in the end are the canary's, in the
+// canary's ReplicaSet, now the stable's, which made none; Git's strategy
+// stays on the stable all along.
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryAnnotations)
@@ -86,10 +88,13 @@ func TestCanaryStepOrder(t *testing.T) {
 	}
 	inOrder := [][]string{
 		{"update deployments/api-canary", "replicas=4"},
-		{"update deployments/api ", "replicas=0"},
-		{"delete replicasets/api-canary-"},
+		{"update deployments/api-canary", "paused"},
+		{"update deployments/api ", "replicas=0", "paused"},
+		{"patch replicasets/api-", `"app":null`},
 		{"update deployments/api ", "replicas=4"},
-		{"delete deployments/api-canary"},
+		{"delete deployments/api-canary", "orphan"},
+		{"update deployments/api ", "replicas=4"}, // its spec replaced, resumed
+		{"patch replicasets/api-", `"app":"api"`},
 		{"create deployments/api-canary", "replicas=0"},
 	}
 	from := 0
@@ -103,6 +108,7 @@ func TestCanaryStepOrder(t *testing.T) {
 	if roundOf(rounds, "maxSurge=100%") >= 0 {
 		t.Errorf("the promotion surged, want the canary's pods handed over:\n%s", show(rounds))
 	}
+	api, canary := k.deployment("api"), k.deployment("api-canary")
 	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,14 +117,19 @@ func TestCanaryStepOrder(t *testing.T) {
 		if !strings.HasPrefix(p.Name, "api-canary-") {
 			t.Errorf("pod %s runs after the promotion: want only the canary's pods, handed over", p.Name)
 		}
-		if ref := metav1.GetControllerOf(&p); ref == nil || !strings.HasPrefix(ref.Name, "api-") || strings.HasPrefix(ref.Name, "api-canary-") {
+		if ref := metav1.GetControllerOf(&p); ref == nil || !k.controls(api, ref.Name) {
 			t.Errorf("pod %s is controlled by %v, want a ReplicaSet of api", p.Name, ref)
 		}
 	}
 	if len(pods.Items) != 4 {
 		t.Errorf("%d pods after the promotion, want 4", len(pods.Items))
 	}
-	api, canary := k.deployment("api"), k.deployment("api-canary")
+	if n := k.controlled(api); n != 2 {
+		t.Errorf("api controls %d ReplicaSets after the promotion, want 2: the canary's, and its own of revision 1 given back", n)
+	}
+	if api.Spec.Paused {
+		t.Error("api is paused after the rollout, want it resumed")
+	}
 	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canary.Spec.Replicas != 0 || canary.Spec.Paused {
 		t.Errorf("after the rollout: api %s, api-canary at %d (paused %v); want Healthy, and 0 not paused",
 			api.Annotations[contract.AnnotationPhase], *canary.Spec.Replicas, canary.Spec.Paused)

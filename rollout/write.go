@@ -147,10 +147,15 @@ func metaHolds(live, want *appsv1.Deployment) bool {
 	return maps.Equal(live.Labels, want.Labels) && maps.Equal(live.Annotations, want.Annotations)
 }
 
-// specHolds reports whether live's spec holds every field want's sets.
+// specHolds reports whether live's spec holds every field want's sets,
+// and is paused as want is: false, the zero value, is a field want's
+// spec does not set when it resumes one.
 func specHolds(live, want *appsv1.Deployment) bool {
 	if reflect.DeepEqual(live.Spec, want.Spec) {
 		return true
+	}
+	if live.Spec.Paused != want.Spec.Paused {
+		return false
 	}
 	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(&live.Spec)
 	exp, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(&want.Spec)

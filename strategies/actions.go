@@ -27,10 +27,14 @@ const (
 	// ActionClearCommand removes the command the reconcile acted on from
 	// the workload's primary Deployment, after the writes it asked for.
 	ActionClearCommand
-	// ActionOrphan deletes the ReplicaSet ReplicaSet with the orphan
-	// propagation policy: its pods keep running, owned by nothing.
-	ActionOrphan
-	// ActionDelete deletes the workload's Deployment Deployment.
+	// ActionHoldOut takes label Key (of value Value) away from the
+	// ReplicaSet ReplicaSet, and records it in plimsoll.dev/held-out.
+	ActionHoldOut
+	// ActionRestore gives label Key=Value back to the ReplicaSet
+	// ReplicaSet, and drops plimsoll.dev/held-out.
+	ActionRestore
+	// ActionDelete deletes the workload's Deployment Deployment; with
+	// Orphan, its ReplicaSets keep running, owned by nothing.
 	ActionDelete
 	// ActionDeletePod deletes the pod Pod.
 	ActionDeletePod
@@ -84,12 +88,16 @@ type Action struct {
 	ClearCommand bool
 	// Paused, when set, is the spec.paused the write gives it.
 	Paused *bool
-	// ReplicaSet names the ReplicaSet of an ActionOrphan or an
-	// ActionDeleteReplicaSet.
+	// ReplicaSet names the ReplicaSet of an ActionHoldOut, an
+	// ActionRestore or an ActionDeleteReplicaSet.
 	ReplicaSet string
+	// Orphan makes an ActionDelete leave the Deployment's ReplicaSets
+	// running.
+	Orphan bool
 	// Pod names the pod of an ActionLabel or ActionUnlabel.
 	Pod string
-	// Service, Key and Value are the selector entry of an ActionSelect.
+	// Service, Key and Value are the selector entry of an ActionSelect;
+	// Key and Value the label of an ActionHoldOut or ActionRestore.
 	Service    ServiceRole
 	Key, Value string
 	// Drop are the selector keys an ActionSelect removes in the same
@@ -130,10 +138,10 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 			Drop: []string{contract.LabelColor}, Keep: n})
 	}
 	actions = append(actions, stableWrite(Action{Kind: ActionWrite, Deployment: "", Status: true, Role: RoleStable,
-		Replicas: plan.StableReplicas, ClearCommand: true}, plan.Stable, o))
+		Replicas: plan.StableReplicas, Paused: plan.StablePaused, ClearCommand: true}, plan.Stable, o))
 	switch {
-	case plan.DeleteCanary:
-		actions = append(actions, Action{Kind: ActionDelete, Deployment: contract.SuffixCanary})
+	case plan.OrphanCanary:
+		actions = append(actions, Action{Kind: ActionDelete, Deployment: contract.SuffixCanary, Orphan: true})
 	case o.Canary != nil:
 		actions = append(actions, Action{Kind: ActionWrite, Deployment: contract.SuffixCanary, Status: true, Role: RoleCanary,
 			Replicas: plan.CanaryReplicas, Paused: plan.CanaryPaused})
@@ -141,8 +149,13 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 	for _, rs := range plan.DeleteReplicaSets {
 		actions = append(actions, Action{Kind: ActionDeleteReplicaSet, ReplicaSet: rs})
 	}
-	if plan.Orphan != "" {
-		actions = append(actions, Action{Kind: ActionOrphan, ReplicaSet: plan.Orphan})
+	// After the stable's write: a stable resumed before it adopts a
+	// ReplicaSet given back at 0 (see planAdoption).
+	for _, h := range plan.HoldOut {
+		actions = append(actions, Action{Kind: ActionHoldOut, ReplicaSet: h.ReplicaSet, Key: h.Key, Value: h.Value})
+	}
+	for _, h := range plan.Restore {
+		actions = append(actions, Action{Kind: ActionRestore, ReplicaSet: h.ReplicaSet, Key: h.Key, Value: h.Value})
 	}
 	if !away {
 		pods(ActionUnlabel, plan.Unlabel)

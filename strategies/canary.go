@@ -115,20 +115,23 @@ type CanaryPlan struct {
 	RequeueAfter time.Duration
 	// Acted says what a pending command did, for the command's Event.
 	Acted string
-	// CanaryPaused, when set, pauses (true) or resumes (false) the canary
-	// Deployment: a hand-over pauses it (see planHandOver).
-	CanaryPaused *bool
-	// Orphan names the canary's ReplicaSet to delete with the orphan
-	// propagation policy, leaving its pods running without an owner.
-	Orphan string
-	// DeleteCanary asks to delete the canary Deployment that a hand-over
-	// emptied.
-	DeleteCanary bool
+	// CanaryPaused and StablePaused, when set, pause (true) or resume
+	// (false) the canary and the stable Deployment: a hand-over pauses
+	// both (see planHandOver).
+	CanaryPaused, StablePaused *bool
+	// OrphanCanary asks to delete the canary Deployment that a hand-over
+	// paused, with the orphan propagation policy: its ReplicaSet keeps
+	// running, for the stable Deployment to adopt.
+	OrphanCanary bool
+	// HoldOut are labels to take away from the stable Deployment's
+	// ReplicaSets, Restore those to give back (see HeldOut).
+	HoldOut, Restore []HeldOut
 	// DeletePods names pods to delete: canary pods that a hand-over left
 	// without an owner and nobody adopted.
 	DeletePods []string
-	// DeleteReplicaSets names the canary's ReplicaSets of earlier
-	// revisions that a hand-over deletes first.
+	// DeleteReplicaSets names ReplicaSets that a hand-over deletes: the
+	// canary's of earlier revisions, and the stable's when none of its
+	// selector's labels can be held out.
 	DeleteReplicaSets []string
 }
 
@@ -194,18 +197,25 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	}
 	status := &plan.Status
 	revision := describeRevision(decision.Revision, desired.Commit)
+	if o.Stable != nil && !o.Stable.Spec.Paused && ownReplicaSet(o.ReplicaSets, o.Stable) != nil {
+		// A hand-over's held-out ReplicaSets come back (step 6), again
+		// after a restart between the stable's resume and them.
+		plan.Restore, plan.DeleteReplicaSets = heldOut(o.ReplicaSets, o.Stable)
+	}
+	// A hand-over under way goes through whatever else changed (a new
+	// revision, an abort): the canary's pods serve, the stable runs none
+	// of its own.
 	switch {
 	case handingOver(o):
-		// A hand-over under way goes through whatever else changed (a new
-		// revision, an abort): the canary's pods serve, the stable runs
-		// none of its own.
 		return planHandOver(plan, o, n, revision)
 	case handedOver(o):
-		// 5. The canary Deployment a hand-over took the template of runs
-		// nothing: it goes, and takeCanary makes a new one at 0 for the
-		// next revision.
-		plan.DeleteCanary = true
-		o.Canary = nil
+		// 5. takeCanary makes a new canary at 0 for the next revision
+		// once this one is gone.
+		plan.OrphanCanary = true
+		status.Phase, status.Message = PhaseProgressing, handOverMessage(revision)
+		return plan
+	case adopting(o):
+		return planAdoption(plan, o, revision)
 	}
 	inFlight := o.Stable != nil && hashOf(o.Stable) != desired.Hash
 	// why says what failed the revision in this plan, for the message.

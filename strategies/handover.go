@@ -3,6 +3,7 @@ package strategies
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,114 +13,151 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// The canary's pods become the stable's.
+// The canary's ReplicaSet becomes the stable's.
 //
 // A promotion used to give the stable Deployment the canary's template:
 // the Deployment controller then made a second set of N pods, waited for
 // them, and deleted the canary's, which had served the whole time. With 4
 // replicas and a canary at 50%, 6 pods were made and 6 deleted per
-// revision where 4 and 4 do. Now the canary's pods are handed to the
-// stable Deployment, with the Deployment and ReplicaSet controllers' own
+// revision where 4 and 4 do. Now the canary's ReplicaSet, with its pods,
+// is handed to the stable Deployment, by the Deployment controller's own
 // rules:
 //
-//   - a ReplicaSet adopts an orphan pod that its selector selects, and
-//     makes only the pods its count lacks;
-//   - the Deployment controller names a new template's ReplicaSet, and
-//     its pod-template-hash label, after the hash of the template (and of
-//     its collision count): the stable Deployment given the canary's very
-//     template makes a ReplicaSet whose selector selects the canary's pods;
-//   - a paused Deployment makes no new ReplicaSet, and one whose template
-//     matches a ReplicaSet of its own keeps its count.
+//   - a Deployment adopts an orphan ReplicaSet that its selector selects,
+//     and takes as its new ReplicaSet the one whose template is its own
+//     but for the pod-template-hash label (the oldest, if several are);
+//   - a paused Deployment makes no new ReplicaSet, but it still scales:
+//     its one active ReplicaSet, or with none active its newest, goes to
+//     its count;
+//   - a Deployment being deleted adopts nothing.
 //
-// With N = 4, the canary at 2 and the stable at 2, the hand-over goes:
+// The second rule is the danger: a stable Deployment that adopted the
+// canary's ReplicaSet while its count or template were not yet the
+// canary's would scale it, to 0 if need be, and one given the canary's
+// template before it adopts would scale a ReplicaSet of an earlier
+// revision up to N. The order below leaves it nothing to scale at either
+// moment. With N = 4, the canary at 2 and the stable at 2:
 //
 //  1. the canary grows to 4; its pods serve once Ready (its template
-//     carries plimsoll.dev/serving), 6 serving in all;
-//  2. 4 canary pods serve and are available: the canary Deployment is
-//     paused, and the stable scales to 0 (its 2 pods go; 4 still serve);
-//  3. the canary's ReplicaSets of earlier revisions (at 0) are deleted,
-//     then its ReplicaSet with the orphan propagation policy: the garbage
-//     collector takes the pods' owner reference away, and they keep
-//     running, serving, owned by nothing (the paused canary Deployment
-//     makes no new ReplicaSet in its place, and has none left to scale
-//     up);
-//  4. once no pod of the canary is owned any more, the stable Deployment
-//     takes the canary Deployment's template and 4 replicas: its new
-//     ReplicaSet selects the 4 orphan pods, adopts them and makes none;
-//  5. the paused canary Deployment, which now runs nothing, is deleted; a
-//     new one at 0 is made for the next revision, with the other track
-//     (its selector must not select the stable's pods, which carry this
-//     one's).
+//     carries plimsoll.dev/serving), 6 serving in all; once 4 canary pods
+//     serve and are available, the canary Deployment is paused;
+//  2. the stable is paused and scaled to 0 (its 2 pods go; 4 still
+//     serve);
+//  3. once it runs none, its ReplicaSets (all at 0) are taken out of its
+//     selector, each by taking away one label the selector asks for
+//     (see HeldOut), and the Deployment controller lets them go; the
+//     canary's ReplicaSets of earlier revisions (at 0) are deleted;
+//  4. once the stable controls no ReplicaSet, it takes the canary
+//     Deployment's very template and 4 replicas, still paused: it has
+//     no ReplicaSet to scale, and makes none;
+//  5. the canary Deployment, paused on the stable's template, is deleted
+//     with the orphan propagation policy: the garbage collector takes its
+//     owner reference away from its ReplicaSet, which keeps its 4 pods,
+//     and the stable adopts it as its new ReplicaSet, at 4 of 4: nothing
+//     scales;
+//  6. once the stable controls a ReplicaSet of its template, its held-out
+//     ReplicaSets get their label back (it adopts them again, at 0, as
+//     its history) and it is resumed; a new canary Deployment at 0 is made
+//     for the next revision, with the other track (its selector must not
+//     select the stable's pods, which carry this one's).
 //
-// The Service never has fewer than 4 ready endpoints, and a daemon killed
-// at any point goes on from what it finds: every step is told by the
-// objects (a paused canary, its ReplicaSet being deleted, pods without an
-// owner, the stable on the canary's template). Should the stable's new
-// ReplicaSet not select the orphan pods after all (its collision count
-// made another hash), it makes 4 of its own, and the orphans are deleted
-// once it is available.
+// No pod is made or deleted but the stable's old ones, and the Service's
+// ready endpoints are the canary's 4 pods from step 2 on. A daemon killed
+// at any point goes on from what it finds: each step is told by the
+// objects (a paused canary, a paused stable and what it controls, a
+// canary being deleted). The ReplicaSet keeps the canary's name,
+// <name>-canary-<hash>; the stable's ReplicaSets are its own by owner, not
+// by name.
 //
 // Not handed over, promoted as before (the stable takes the template and
 // surges, see StablePromote): a workload whose count an HPA owns, and a
 // canary Deployment made before its template carried the serving label.
 
+// HeldOut is one label a hand-over takes away from a ReplicaSet of the
+// stable Deployment, and gives back (see above): the selector's first key
+// but plimsoll.dev/workload, by which the workload's ReplicaSets are found.
+type HeldOut struct {
+	ReplicaSet, Key, Value string
+}
+
 // handsOver reports whether the promotion of workload o hands the canary's
-// pods over to the stable Deployment (see above): no HPA owns the count,
-// and the canary Deployment runs Git's revision from a template that
-// carries a track and the serving label.
+// ReplicaSet over to the stable Deployment (see above): no HPA owns the
+// count, and the canary Deployment runs Git's revision from a template
+// that carries a track and the serving label.
 func handsOver(desired CanaryDesired, o CanaryObserved) bool {
 	c := o.Canary
 	return !desired.Autoscaled && c != nil && c.DeletionTimestamp == nil && hashOf(c) == desired.Hash &&
 		c.Spec.Template.Labels[contract.LabelTrack] != "" && c.Spec.Template.Labels[contract.LabelServing] == "true"
 }
 
-// planHandOver plans a promotion that hands the canary's pods over, steps
-// 1 to 4 above, while the stable Deployment still runs the previous
+// planHandOver plans a promotion that hands the canary's ReplicaSet over,
+// steps 1 to 4 above, while the stable Deployment still runs the previous
 // template.
 func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) CanaryPlan {
-	status := &plan.Status
-	status.Phase = PhaseProgressing
-	status.Message = revision + ": promoting: the canary's pods become the stable's"
-	zero := int32(0)
+	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
+	zero, yes := int32(0), true
 	if !o.Canary.Spec.Paused {
 		// 1. The canary grows to N; a pod taken out of traffic by hand
 		// does not count, and one more is made in its place.
 		serving := label(&plan, o.Pods, n)
 		size := n + unlabelled(o.Pods)
 		plan.CanaryReplicas = &size
-		if serving < n || !fullyAvailable(o.Canary, size) {
-			return plan
+		if serving == n && fullyAvailable(o.Canary, size) {
+			plan.CanaryPaused = &yes
 		}
-		// 2. N canary pods serve.
-		paused := true
-		plan.CanaryPaused, plan.StableReplicas = &paused, &zero
 		return plan
 	}
-	if liveReplicas(o.Stable) != 0 {
-		plan.StableReplicas = &zero // 2, again after a restart between the writes
+	if !o.Stable.Spec.Paused || liveReplicas(o.Stable) != 0 {
+		plan.StablePaused, plan.StableReplicas = &yes, &zero // 2.
+		return plan
 	}
-	old, oldLeft := olderReplicaSets(o.ReplicaSets, o.Canary)
-	switch rs := ownReplicaSet(o.ReplicaSets, o.Canary); {
-	case oldLeft:
-		// The canary's earlier ReplicaSets (at 0) go first: once its
-		// ReplicaSet goes, a paused Deployment scales the latest it has
-		// left up to its count, and would make N pods of an earlier
-		// revision.
-		plan.DeleteReplicaSets = old
-	case rs != nil && rs.DeletionTimestamp == nil:
-		plan.Orphan = rs.Name // 3.
-	case rs != nil || anyControlled(o.Pods):
-		// The garbage collector takes the owner references away: the
-		// ReplicaSet's deletion and the pods' changes queue the workload.
+	held, deleted, left := holdOut(o.ReplicaSets, o.Stable)
+	older, olderLeft := olderReplicaSets(o.ReplicaSets, o.Canary)
+	switch {
 	case !scaledDown(o.Stable):
-		// The stable's own pods have not all gone yet: its new ReplicaSet
-		// would be made smaller than N beside the old one, and give up
-		// some of the pods it adopts.
+		// The stable's own pods have not all gone yet.
+	case left || olderLeft:
+		// 3. The Deployment controller lets a held-out ReplicaSet go,
+		// and the garbage collector takes a deleted one: either change
+		// queues the workload.
+		plan.HoldOut, plan.DeleteReplicaSets = held, slices.Concat(deleted, older)
 	default:
-		// 4.
-		plan.Stable, plan.StableReplicas = StableHandOver, &n
+		plan.Stable, plan.StableReplicas = StableHandOver, &n // 4.
 	}
 	return plan
+}
+
+// planAdoption plans steps 5 and 6 above: the stable Deployment, paused
+// by a hand-over, adopts the canary's ReplicaSet, then is resumed with
+// its history given back. A stable paused with nothing to adopt (its
+// ReplicaSet went by hand) is resumed, and makes its own.
+func planAdoption(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan {
+	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
+	if ownReplicaSet(o.ReplicaSets, o.Stable) == nil && (o.Canary != nil && o.Canary.DeletionTimestamp != nil || adoptable(o.ReplicaSets, o.Stable)) {
+		return plan // 5.
+	}
+	plan.StablePaused = new(bool)
+	if ownReplicaSet(o.ReplicaSets, o.Stable) != nil {
+		// Given back after the resume: a paused stable that adopted one of
+		// them before its new ReplicaSet would scale it up (see above).
+		plan.Restore, plan.DeleteReplicaSets = heldOut(o.ReplicaSets, o.Stable)
+	}
+	return plan
+}
+
+// handOverMessage is the status message of every step of a hand-over of
+// revision: one line for all of them, since each status that changes is
+// a write of both Deployments, and a copy of it to each one's newest
+// ReplicaSet by the Deployment controller.
+func handOverMessage(revision string) string {
+	return revision + ": promoting: the canary's pods become the stable's"
+}
+
+// adopting reports whether the stable Deployment of o is paused past a
+// hand-over's step 4: it runs the template the canary Deployment, gone or
+// going, was paused on.
+func adopting(o CanaryObserved) bool {
+	return o.Stable != nil && o.Stable.Spec.Paused && !handingOver(o) && !handedOver(o)
 }
 
 // handingOver reports whether a hand-over of workload o is past step 1:
@@ -133,11 +171,93 @@ func handingOver(o CanaryObserved) bool {
 }
 
 // handedOver reports whether the canary Deployment of o is the one a
-// hand-over paused and took the template of: paused, with the stable's
-// template. It runs nothing any more and is deleted (step 5).
+// hand-over paused and gave the template of to the stable: paused, with
+// the stable's template. Its ReplicaSet goes to the stable (step 5).
 func handedOver(o CanaryObserved) bool {
-	return o.Canary != nil && o.Canary.Spec.Paused && o.Canary.DeletionTimestamp == nil &&
+	return o.Canary != nil && o.Stable != nil && o.Canary.Spec.Paused && o.Canary.DeletionTimestamp == nil &&
 		equality.Semantic.DeepEqual(o.Canary.Spec.Template, o.Stable.Spec.Template)
+}
+
+// holdOut returns what step 3 does with the ReplicaSets of rsets that the
+// stable Deployment d controls: the label each gives up, and, for a
+// selector of nothing but plimsoll.dev/workload and expressions, the
+// names to delete instead; and whether d still controls any, held out
+// already or being deleted (the Deployment controller lets a held-out one
+// go when it next syncs d).
+func holdOut(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (held []HeldOut, deleted []string, left bool) {
+	key := heldKey(d.Spec.Selector)
+	for _, rs := range rsets {
+		if !metav1.IsControlledBy(rs, d) {
+			continue
+		}
+		left = true
+		_, value := heldLabel(rs)
+		switch {
+		case rs.DeletionTimestamp != nil || value != "":
+		case key == "":
+			deleted = append(deleted, rs.Name)
+		default:
+			held = append(held, HeldOut{ReplicaSet: rs.Name, Key: key, Value: rs.Labels[key]})
+		}
+	}
+	return held, deleted, left
+}
+
+// heldKey is the label of selector a hand-over takes away: its first
+// key, sorted, but plimsoll.dev/workload (the workload's ReplicaSets are
+// found by it); "" when there is none.
+func heldKey(selector *metav1.LabelSelector) string {
+	if selector == nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(selector.MatchLabels)) {
+		if k != contract.LabelWorkload {
+			return k
+		}
+	}
+	return ""
+}
+
+// heldLabel returns the label ReplicaSet rs gave up to a hand-over, from
+// its plimsoll.dev/held-out annotation; "", "" when it holds none.
+func heldLabel(rs *appsv1.ReplicaSet) (key, value string) {
+	key, value, ok := strings.Cut(rs.Annotations[contract.AnnotationHeldOut], "=")
+	if !ok {
+		return "", ""
+	}
+	return key, value
+}
+
+// heldOut lists the labels that ReplicaSets of rsets gave up to a
+// hand-over and that no owner holds them out of any more: given back
+// (step 6) once the stable Deployment d runs the canary's ReplicaSet.
+// One whose template is d's is deleted instead (drop): d would take the
+// older of the two as its new ReplicaSet, and replace the pods it runs.
+// That is a revision rolled back to, at 0.
+func heldOut(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (back []HeldOut, drop []string) {
+	for _, rs := range rsets {
+		key, value := heldLabel(rs)
+		switch {
+		case key == "" || rs.DeletionTimestamp != nil || metav1.GetControllerOf(rs) != nil:
+		case SameTemplate(rs.Spec.Template, d.Spec.Template):
+			drop = append(drop, rs.Name)
+		default:
+			back = append(back, HeldOut{ReplicaSet: rs.Name, Key: key, Value: value})
+		}
+	}
+	return back, drop
+}
+
+// adoptable reports whether a ReplicaSet of rsets without an owner runs
+// Deployment d's template: the canary's, which d adopts once the Deployment
+// controller syncs it.
+func adoptable(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) bool {
+	for _, rs := range rsets {
+		if metav1.GetControllerOf(rs) == nil && rs.DeletionTimestamp == nil && SameTemplate(rs.Spec.Template, d.Spec.Template) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownReplicaSet returns the ReplicaSet of rsets that Deployment d controls
@@ -177,16 +297,6 @@ func olderReplicaSets(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (names [
 		}
 	}
 	return names, left
-}
-
-// anyControlled reports whether a pod of pods still has a controller.
-func anyControlled(pods []Pod) bool {
-	for _, p := range pods {
-		if !p.Orphan && !p.Deleting {
-			return true
-		}
-	}
-	return false
 }
 
 // orphans names the pods of pods that nothing controls.

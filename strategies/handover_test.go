@@ -14,9 +14,9 @@ import (
 )
 
 // TestPlanHandOver walks a promotion of revision 4 (4 replicas, steps
-// "50%, 100%") through each state of the hand-over of the canary's pods
-// to the stable Deployment, as a restarted controller finds it: each plan
-// asks for the next step, and none for the one done.
+// "50%, 100%") through each state of the hand-over of the canary's
+// ReplicaSet to the stable Deployment, as a restarted controller finds it:
+// each plan asks for the next step, and none for the one done.
 func TestPlanHandOver(t *testing.T) {
 	desired := canaryDesired(4, "50%, 100%")
 	recorded := withMessage(progressing4, "revision 4 (commit def5678): promoting: the canary's pods become the stable's")
@@ -28,80 +28,126 @@ func TestPlanHandOver(t *testing.T) {
 		return d
 	}
 	pausedCanary := canary(4, paused)
-	stableAt := func(n int32) *appsv1.Deployment { return stableDeploy(podtemplate.Stamp(v3), sized(n)) }
-	handed := deployment(canaryTmpl, sized(4)) // the stable on the canary's template
-	ownRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-canary-7d9c556656",
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pausedCanary, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec: appsv1.ReplicaSetSpec{Template: withHashLabel(pausedCanary.Spec.Template, "7d9c556656")}}
-	deletingRS := ownRS.DeepCopy()
-	deletingRS.DeletionTimestamp = &metav1.Time{Time: t0}
-	olderRS := ownRS.DeepCopy()
-	olderRS.Name, olderRS.Spec.Template = "web-canary-64d88b9c4c", withHashLabel(deployment(podtemplate.Stamp(v3)).Spec.Template, "64d88b9c4c")
-	olderDeleting := olderRS.DeepCopy()
-	olderDeleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	deletingCanary := canary(4, paused, func(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{Time: t0} })
+	selects := func(d *appsv1.Deployment) {
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", contract.LabelWorkload: "web"}}
+	}
+	stableAt := func(n int32, fs ...func(*appsv1.Deployment)) *appsv1.Deployment {
+		return stableDeploy(podtemplate.Stamp(v3), append([]func(*appsv1.Deployment){sized(n), selects}, fs...)...)
+	}
+	handed := deployment(canaryTmpl, sized(4), selects, paused) // the stable on the canary's template
+	resumed := deployment(canaryTmpl, sized(4), selects)
+	rs := func(name string, owner *appsv1.Deployment, tmpl corev1.PodTemplateSpec, fs ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
+			Spec: appsv1.ReplicaSetSpec{Template: withHashLabel(tmpl, name[len(name)-10:])}}
+		if owner != nil {
+			r.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+		}
+		for _, f := range fs {
+			f(r)
+		}
+		return r
+	}
+	heldOutRS := func(r *appsv1.ReplicaSet) {
+		delete(r.Labels, "app")
+		r.Annotations = map[string]string{contract.AnnotationHeldOut: "app=web"}
+	}
+	deleting := func(r *appsv1.ReplicaSet) { r.DeletionTimestamp = &metav1.Time{Time: t0} }
+	canaryRS := rs("web-canary-7d9c556656", pausedCanary, pausedCanary.Spec.Template)
+	orphanRS := rs("web-canary-7d9c556656", nil, pausedCanary.Spec.Template)
+	adoptedRS := rs("web-canary-7d9c556656", handed, pausedCanary.Spec.Template)
+	olderCanaryRS := rs("web-canary-64d88b9c4c", pausedCanary, deployment(podtemplate.Stamp(v3)).Spec.Template)
+	stableRS := rs("web-5f6d7c8b9a", stableAt(0), stableAt(0).Spec.Template)
+	stableHeld := rs("web-5f6d7c8b9a", stableAt(0), stableAt(0).Spec.Template, heldOutRS)
+	stableReleased := rs("web-5f6d7c8b9a", nil, stableAt(0).Spec.Template, heldOutRS)
+	rolledBackTo := rs("web-canary-1a2b3c4d5e", nil, pausedCanary.Spec.Template, heldOutRS) // an earlier revision of the same template
 	owned := []Pod{serving("c0"), serving("c1"), serving("c2"), serving("c3")}
-	orphaned := []Pod{{Name: "c0", Ready: true, Serving: true, Orphan: true}, {Name: "c1", Ready: true, Serving: true, Orphan: true},
-		{Name: "c2", Ready: true, Serving: true, Orphan: true}, {Name: "c3", Ready: true, Serving: true, Orphan: true}}
-	four, zero := int32(4), int32(0)
+	four, zero, yes, no := int32(4), int32(0), true, false
 	type want struct {
 		canaryReplicas, stableReplicas *int32
-		paused                         *bool
-		orphan                         string
+		canaryPaused, stablePaused     *bool
 		stable                         StableTemplate
-		deleteCanary                   bool
-		deletePods, deleteReplicaSets  []string
+		holdOut, restore               []HeldOut
+		orphanCanary                   bool
+		deleteReplicaSets              []string
 		phase                          Phase
 	}
-	yes := true
+	held := []HeldOut{{ReplicaSet: stableRS.Name, Key: "app", Value: "web"}}
 	for _, tt := range []struct {
 		name   string
 		stable *appsv1.Deployment
 		canary *appsv1.Deployment
 		rsets  []*appsv1.ReplicaSet
 		pods   []Pod
-		ready  []string // the Service's ready endpoints
 		want   want
 	}{
 		{name: "1. the canary at 2 of 4: it grows", stable: stableAt(2), canary: canary(2), pods: owned[:2],
 			want: want{canaryReplicas: &four, phase: PhaseProgressing}},
 		{name: "1. the canary at 4, one pod starting: it waits", stable: stableAt(2), canary: canary(4, withPods(4, 4, 3, 3)),
 			pods: append(slices.Clone(owned[:3]), starting("c3")), want: want{canaryReplicas: &four, phase: PhaseProgressing}},
-		{name: "2. 4 canary pods serve: the canary is paused, the stable goes to 0", stable: stableAt(2), canary: canary(4), pods: owned,
-			want: want{canaryReplicas: &four, paused: &yes, stableReplicas: &zero, phase: PhaseProgressing}},
-		{name: "2. paused, the stable still up (a restart between the writes): it goes to 0", stable: stableAt(2), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{ownRS}, pods: owned, want: want{stableReplicas: &zero, orphan: ownRS.Name, phase: PhaseProgressing}},
-		{name: "3. paused, the stable at 0: the canary's ReplicaSet goes, leaving its pods", stable: stableAt(0), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{ownRS}, pods: owned, want: want{orphan: ownRS.Name, phase: PhaseProgressing}},
-		{name: "3. the canary's ReplicaSet of an earlier revision goes first", stable: stableAt(0), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{ownRS, olderRS}, pods: owned, want: want{deleteReplicaSets: []string{olderRS.Name}, phase: PhaseProgressing}},
-		{name: "3. and is gone before the canary's own goes", stable: stableAt(0), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{ownRS, olderDeleting}, pods: owned, want: want{phase: PhaseProgressing}},
-		{name: "3. the ReplicaSet being deleted: it waits for the garbage collector", stable: stableAt(0), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{deletingRS}, pods: owned, want: want{phase: PhaseProgressing}},
-		{name: "3. the ReplicaSet gone, pods still owned: it waits", stable: stableAt(0), canary: pausedCanary,
-			pods: append(slices.Clone(orphaned[:3]), serving("c3")), want: want{phase: PhaseProgressing}},
-		{name: "4. every pod an orphan: the stable takes the canary's template at 4", stable: stableAt(0), canary: pausedCanary,
-			pods: orphaned, want: want{stable: StableHandOver, stableReplicas: &four, phase: PhaseProgressing}},
-		{name: "5. the stable on the canary's template: the emptied canary goes", stable: handed, canary: pausedCanary,
-			want: want{stableReplicas: &four, deleteCanary: true, phase: PhaseHealthy}},
-		{name: "orphans nobody adopted, the stable available: they go", stable: handed, pods: orphaned,
-			ready: []string{"c0", "c1", "c2", "c3", "web-4-a", "web-4-b", "web-4-c", "web-4-d"},
-			want:  want{stableReplicas: &four, deletePods: []string{"c0", "c1", "c2", "c3"}, phase: PhaseProgressing}},
-		{name: "orphans read before their adoption reached the cache, the stable available with them: they stay", stable: handed, pods: orphaned,
-			ready: []string{"c0", "c1", "c2", "c3"},
-			want:  want{stableReplicas: &four, phase: PhaseProgressing}},
+		{name: "1. 4 canary pods serve: the canary is paused", stable: stableAt(2), canary: canary(4), pods: owned,
+			want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
+		{name: "2. the canary paused: the stable is paused at 0", stable: stableAt(2), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRS}, pods: owned, want: want{stableReplicas: &zero, stablePaused: &yes, phase: PhaseProgressing}},
+		{name: "2. the stable paused, its pods going: it waits", stable: stableAt(0, paused, withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRS}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "3. the stable runs none: its ReplicaSets are held out, the canary's earlier ones deleted", stable: stableAt(0, paused), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, olderCanaryRS, stableRS}, pods: owned,
+			want: want{holdOut: held, deleteReplicaSets: []string{olderCanaryRS.Name}, phase: PhaseProgressing}},
+		{name: "3. held out, not let go yet: it waits", stable: stableAt(0, paused), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableHeld}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "4. the stable controls none: it takes the canary's template at 4, paused", stable: stableAt(0, paused), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{stable: StableHandOver, stableReplicas: &four, phase: PhaseProgressing}},
+		{name: "5. the stable on the canary's template: the canary goes, leaving its ReplicaSet", stable: handed, canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{orphanCanary: true, phase: PhaseProgressing}},
+		{name: "5. the canary being deleted: it waits", stable: handed, canary: deletingCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "5. the canary gone, its ReplicaSet not adopted yet: it waits", stable: handed,
+			rsets: []*appsv1.ReplicaSet{orphanRS, stableReleased}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "6. adopted: the stable is resumed, its history given back", stable: handed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, want: want{stablePaused: &no, restore: held, phase: PhaseProgressing}},
+		{name: "6. adopted, a held-out one of the same template: it goes", stable: handed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased, rolledBackTo},
+			want:  want{stablePaused: &no, restore: held, deleteReplicaSets: []string{rolledBackTo.Name}, phase: PhaseProgressing}},
+		{name: "6. nothing to adopt (deleted by hand): the stable is resumed to make its own", stable: handed,
+			rsets: []*appsv1.ReplicaSet{stableReleased}, want: want{stablePaused: &no, phase: PhaseProgressing}},
+		{name: "6. resumed before the history came back (a restart): it comes back", stable: resumed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, want: want{stableReplicas: &four, restore: held, phase: PhaseHealthy}},
+		{name: "a ReplicaSet being deleted is no history to give back", stable: resumed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, rs("web-5f6d7c8b9a", nil, stableAt(0).Spec.Template, heldOutRS, deleting)},
+			want:  want{stableReplicas: &four, phase: PhaseHealthy}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, ReplicaSets: tt.rsets, ServiceReady: tt.ready,
+			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, ReplicaSets: tt.rsets, ServiceReady: []string{"c0", "c1", "c2", "c3"},
 				ServiceSelectsServing: true, Step: 2, StepSince: t0, Now: t0}
 			plan := PlanCanary(desired, recorded, o)
-			got := want{canaryReplicas: plan.CanaryReplicas, stableReplicas: plan.StableReplicas, paused: plan.CanaryPaused,
-				orphan: plan.Orphan, stable: plan.Stable, deleteCanary: plan.DeleteCanary, deletePods: plan.DeletePods,
-				deleteReplicaSets: plan.DeleteReplicaSets, phase: plan.Status.Phase}
+			got := want{canaryReplicas: plan.CanaryReplicas, stableReplicas: plan.StableReplicas, canaryPaused: plan.CanaryPaused,
+				stablePaused: plan.StablePaused, stable: plan.Stable, holdOut: plan.HoldOut, restore: plan.Restore,
+				orphanCanary: plan.OrphanCanary, deleteReplicaSets: plan.DeleteReplicaSets, phase: plan.Status.Phase}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("plan %+v\nwant %+v\nmessage %q, actions %+v", got, tt.want, plan.Status.Message, plan.Actions)
 			}
 		})
+	}
+}
+
+// TestSequenceHandOver: the actions of a hand-over's plans, in order. The
+// stable's write comes before the held-out ReplicaSets come back (a
+// paused stable would scale one it adopts back up), and the canary goes
+// with the orphan policy.
+func TestSequenceHandOver(t *testing.T) {
+	no := false
+	stable := stableDeploy(podtemplate.Stamp(v3), sized(4), paused)
+	canary := canaryDeploy(podtemplate.Stamp(v4), sized(4), paused)
+	restore := []HeldOut{{ReplicaSet: "web-5f6d7c8b9a", Key: "app", Value: "web"}}
+	actions := sequenceCanary(CanaryPlan{StablePaused: &no, Restore: restore}, CanaryObserved{Stable: stable}, 4)
+	if len(actions) != 2 || actions[0].Kind != ActionWrite || actions[0].Paused == nil || *actions[0].Paused ||
+		!reflect.DeepEqual(actions[1], Action{Kind: ActionRestore, ReplicaSet: "web-5f6d7c8b9a", Key: "app", Value: "web"}) {
+		t.Errorf("resume: %+v, want the stable resumed, then the label given back", actions)
+	}
+	actions = sequenceCanary(CanaryPlan{OrphanCanary: true}, CanaryObserved{Stable: stable, Canary: canary}, 4)
+	if len(actions) != 2 || !reflect.DeepEqual(actions[1], Action{Kind: ActionDelete, Deployment: contract.SuffixCanary, Orphan: true}) {
+		t.Errorf("orphan: %+v, want the stable's write, then the canary deleted leaving its ReplicaSet", actions)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,13 +53,15 @@ func watchEndpoints(t *testing.T, ns, service string) *endpointWatch {
 	w := &endpointWatch{slices: map[string]*discoveryv1.EndpointSlice{}}
 	podInformer := coreinformers.NewPodInformer(suite.client, ns, 0, cache.Indexers{})
 	rsInformer := appsinformers.NewReplicaSetInformer(suite.client, ns, 0, cache.Indexers{})
-	// A pod handed over to another Deployment is recorded again as it
-	// changes hands, so that each state names the owners of its time
-	// (see ownerNote).
+	// A pod or ReplicaSet handed over to another Deployment is recorded
+	// again as it changes hands, so that each state names the owners of
+	// its time (see ownerNote).
 	kit.RunInformer(t.Context(), t, podInformer, cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(before, after any) { w.ownerChanged(before, after) },
 	}, "pods of "+ns)
-	kit.RunInformer(t.Context(), t, rsInformer, cache.ResourceEventHandlerFuncs{}, "ReplicaSets of "+ns)
+	kit.RunInformer(t.Context(), t, rsInformer, cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) { w.ownerChanged(before, after) },
+	}, "ReplicaSets of "+ns)
 	w.pods, w.rsets = podInformer.GetIndexer(), rsInformer.GetIndexer()
 	selector := labels.Set{discoveryv1.LabelServiceName: service}.String()
 	informer := discoveryinformers.NewFilteredEndpointSliceInformer(suite.client, ns, 0, cache.Indexers{},
@@ -116,27 +119,29 @@ func (w *endpointWatch) record() {
 	w.states = append(w.states, endpointState{at: time.Now(), pods: pods})
 }
 
-// ownerChanged records the state again when a ready pod's controller
-// changed from before to after: the state then notes its new owner.
+// ownerChanged records the state again when the controller of a ready
+// pod, or of a ReplicaSet, changed from before to after: the state then
+// notes the new owner. A ReplicaSet's change is recorded whichever pods
+// it runs (a state more, the same pods).
 func (w *endpointWatch) ownerChanged(before, after any) {
-	b, ok1 := before.(*corev1.Pod)
-	a, ok2 := after.(*corev1.Pod)
+	b, ok1 := before.(metav1.Object)
+	a, ok2 := after.(metav1.Object)
 	if !ok1 || !ok2 || controllerName(b) == controllerName(a) {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.states != nil && slices.ContainsFunc(w.states[len(w.states)-1].pods, func(p string) bool {
+	if _, rs := after.(*appsv1.ReplicaSet); rs || w.states != nil && slices.ContainsFunc(w.states[len(w.states)-1].pods, func(p string) bool {
 		name, _, _ := strings.Cut(p, " (")
-		return name == a.Name
+		return name == a.GetName()
 	}) {
 		w.record()
 	}
 }
 
-// controllerName is the name of p's controller, "" for none.
-func controllerName(p *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(p); ref != nil {
+// controllerName is the name of o's controller, "" for none.
+func controllerName(o metav1.Object) string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
 		return ref.Name
 	}
 	return ""
@@ -145,8 +150,9 @@ func controllerName(p *corev1.Pod) string {
 // ownerNote is what record appends to the name of a ready pod that
 // belongs to another Deployment than the one its name says: " (api)" for
 // pod api-canary-5f69849ddd-x7k2p, which a canary made and handed over to
-// the stable Deployment api, and " (none)" while it has no owner. A pod's
-// name is its maker's for ever; withPrefix reads the note.
+// the stable Deployment api, and " (none)" while it, or its ReplicaSet,
+// has no owner. A pod's name is its maker's for ever; withPrefix reads
+// the note.
 func (w *endpointWatch) ownerNote(pod string) string {
 	obj, ok, _ := w.pods.GetByKey(w.namespaceOf() + "/" + pod)
 	if !ok {
@@ -155,6 +161,7 @@ func (w *endpointWatch) ownerNote(pod string) string {
 	owner := ""
 	if ref := metav1.GetControllerOf(obj.(*corev1.Pod)); ref != nil {
 		if rs, ok, _ := w.rsets.GetByKey(w.namespaceOf() + "/" + ref.Name); ok {
+			owner = "none"
 			if d := metav1.GetControllerOf(rs.(metav1.Object)); d != nil {
 				owner = d.Name
 			}

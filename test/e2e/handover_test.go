@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -79,8 +81,9 @@ func (l *podLog) seen() map[types.UID]bool {
 	return out
 }
 
-// servingPods returns the uids and controllers of the pods the Service's
-// ready endpoints name.
+// servingPods returns the uids of the pods the Service's ready endpoints
+// name, with the Deployment that controls the ReplicaSet that controls
+// each ("" for none).
 func servingPods(t *testing.T, ns string, endpoints *endpointWatch) map[types.UID]string {
 	t.Helper()
 	out := map[types.UID]string{}
@@ -89,19 +92,50 @@ func servingPods(t *testing.T, ns string, endpoints *endpointWatch) map[types.UI
 		if err != nil {
 			t.Fatal(err)
 		}
-		owner := ""
+		out[p.UID] = ""
 		if ref := metav1.GetControllerOf(p); ref != nil {
-			owner = ref.Name
+			out[p.UID] = replicaSetController(t, ns, ref.Name)
 		}
-		out[p.UID] = owner
+	}
+	return out
+}
+
+// replicaSetController names the Deployment that controls ReplicaSet
+// name, "" for none.
+func replicaSetController(t *testing.T, ns, name string) string {
+	t.Helper()
+	rs, err := suite.client.AppsV1().ReplicaSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		return ref.Name
+	}
+	return ""
+}
+
+// replicaSetsOf names the ReplicaSets that Deployment name controls.
+func replicaSetsOf(t *testing.T, ns, name string) []string {
+	t.Helper()
+	list, err := suite.client.AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rs := range list.Items {
+		if ref := metav1.GetControllerOf(&rs); ref != nil && ref.Kind == "Deployment" && ref.Name == name {
+			out = append(out, rs.Name)
+		}
 	}
 	return out
 }
 
 // checkHandedOver checks that the 4 pods serving after a promotion are
-// the ones the canary made, now the stable Deployment's, and that the
-// revision made no more pods than its replicas: made are the pods first
-// seen since the revision went out, by uid, with their first controller.
+// the ones the canary made, in a ReplicaSet now the stable Deployment's,
+// that the revision made no more pods than its replicas, and that the
+// stable runs resumed with its earlier ReplicaSet back as history: made
+// are the pods first seen since the revision went out, by uid, with
+// their first controller.
 func checkHandedOver(t *testing.T, ns string, endpoints *endpointWatch, made map[types.UID]string) {
 	t.Helper()
 	serving := servingPods(t, ns, endpoints)
@@ -113,9 +147,15 @@ func checkHandedOver(t *testing.T, ns string, endpoints *endpointWatch, made map
 		if !ok || !hasPrefix(first, "api-canary-") {
 			t.Errorf("pod %s serves after the promotion, first owned by %q: want a pod the canary made", uid, first)
 		}
-		if !hasPrefix(owner, "api-") || hasPrefix(owner, "api-canary-") {
-			t.Errorf("pod %s serves owned by %q, want a ReplicaSet of the stable Deployment api", uid, owner)
+		if owner != "api" {
+			t.Errorf("pod %s serves in a ReplicaSet of Deployment %q, want one of the stable Deployment api", uid, owner)
 		}
+	}
+	if api := getDeployment(t, ns, "api"); api.Spec.Paused {
+		t.Error("the stable Deployment api is paused after the promotion")
+	}
+	if sets := replicaSetsOf(t, ns, "api"); len(sets) < 2 {
+		t.Errorf("api controls ReplicaSets %v after the promotion, want the canary's and its earlier one (`kubectl rollout undo`)", sets)
 	}
 	if len(made) != 4 {
 		t.Errorf("the revision made %d pods, want 4 (its replicas): %v", len(made), made)
@@ -183,96 +223,127 @@ func TestCanaryHandOver(t *testing.T) {
 }
 
 // TestCanaryHandOverSIGKILL kills the daemon in the middle of a hand-over,
-// between the canary's ReplicaSet being deleted (its pods left running)
-// and the stable Deployment adopting the pods: the controller manager,
-// whose garbage collector takes the pods' owner away, is stopped when the
-// canary is paused, so that the daemon is found waiting there. With the
-// daemon gone and the controller manager back, the pods run with no owner
-// and go on serving; the daemon started again adopts them into the
-// stable. The Service never has fewer than 4 ready endpoints, and the
+// between the canary Deployment's deletion, which leaves its ReplicaSet
+// running, and the stable Deployment's adoption of that ReplicaSet. The
+// controller manager, whose garbage collector takes the ReplicaSet's owner
+// away and whose Deployment controller adopts it, is frozen (SIGSTOP)
+// the moment a watch sees the stable let go of its own ReplicaSets: from
+// there the daemon needs nothing of it to give the stable the canary's
+// template and delete the canary, which then stays half-deleted. With the
+// daemon killed and the controller manager thawed, the stable adopts the
+// canary's ReplicaSet with no daemon running; the daemon started again
+// resumes it. The Service never has fewer than 4 ready endpoints, and the
 // pods serving in the end are the canary's. It stops a shared part of
 // the control plane: it runs on its own.
 func TestCanaryHandOverSIGKILL(t *testing.T) {
 	h := startHandOver(t)
 	s, d, endpoints := h.s, h.d, h.endpoints
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			cluster(t, "start", "kube-controller-manager")
+	kcm := controllerManager(t)
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := kcm.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("thaw kube-controller-manager: %v", err)
+			}
 		}
-	})
+	}
+	t.Cleanup(thaw)
 	// The hand-over takes well under a second with the controller manager
-	// running: the controller manager is stopped the moment a watch sees
-	// the canary paused for it, and when even that was too late (the
-	// stable Deployment was scaled up: the pods were adopted already), the
-	// next revision is tried.
+	// running: when freezing it came too late (the canary was deleted and
+	// its ReplicaSet adopted already), the next revision is tried.
 	revision := 2
 	for attempt := 1; ; attempt++ {
-		// A watch, not a poll: the pause lasts less than a poll's interval.
-		paused := followDeployment(t, s.ns, "api-canary", func(d *appsv1.Deployment) bool {
-			return d.Spec.Paused && d.Annotations["plimsoll.dev/revision"] == strconv.Itoa(revision)
+		// A watch, not a poll: the state lasts less than a poll's interval.
+		released := followReplicaSets(t, s.ns, func(rs *appsv1.ReplicaSet) bool {
+			return rs.Annotations["plimsoll.dev/held-out"] != "" && metav1.GetControllerOf(rs) == nil
 		})
 		select {
-		case ok := <-paused:
+		case ok := <-released:
 			if !ok {
-				t.Fatalf("api-canary: the watch ended before the canary was paused for the hand-over of revision %d", revision)
+				t.Fatalf("the watch of ReplicaSets ended before the stable let go of its own for revision %d", revision)
 			}
 		case <-time.After(kit.WaitTimeout):
-			t.Fatalf("api-canary: not paused for the hand-over of revision %d within %s", revision, kit.WaitTimeout)
+			t.Fatalf("the stable did not let go of its ReplicaSets for the hand-over of revision %d within %s", revision, kit.WaitTimeout)
 		}
-		cluster(t, "stop", "kube-controller-manager")
-		if api := getDeployment(t, s.ns, "api"); *api.Spec.Replicas == 0 {
+		if err := kcm.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatalf("freeze kube-controller-manager: %v", err)
+		}
+		thawed = false
+		if canary := getDeployment(t, s.ns, "api-canary"); canary != nil && canary.Spec.Paused && len(replicaSetsOf(t, s.ns, "api")) == 0 {
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("the hand-over of %d revisions in a row finished before the controller manager was stopped", attempt)
+			t.Fatalf("the hand-over of %d revisions in a row finished before the controller manager was frozen", attempt)
 		}
-		t.Logf("revision %d was handed over before the controller manager stopped; trying revision %d", revision, revision+1)
-		cluster(t, "start", "kube-controller-manager")
+		t.Logf("revision %d was handed over before the controller manager was frozen; trying revision %d", revision, revision+1)
+		thaw()
 		waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 		revision++
 		h.before, h.mark = h.pods.seen(), endpoints.mark()
 		s.repo.commit(fmt.Sprintf("api v%d", revision), canaryExample(t, fmt.Sprintf("v%d", revision), handOverSteps...))
 	}
-	waitFor(t, "the canary's ReplicaSet deleted, its pods left to the stable", func(ctx context.Context) (bool, error) {
-		list, err := suite.client.AppsV1().ReplicaSets(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
-		if err != nil {
-			return false, err
-		}
-		for _, rs := range list.Items {
-			if hasPrefix(rs.Name, "api-canary-") && rs.Spec.Template.Labels["plimsoll.dev/track"] != "" && *rs.Spec.Replicas == 4 && rs.DeletionTimestamp == nil {
-				return false, nil
-			}
-		}
-		return true, nil
+	waitFor(t, "the canary deleted by the daemon, its ReplicaSet left (no garbage collector runs)", func(context.Context) (bool, error) {
+		c := getDeployment(t, s.ns, "api-canary")
+		return c != nil && c.DeletionTimestamp != nil, nil
 	})
 	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = d.Wait()
-	cluster(t, "start", "kube-controller-manager")
-	restarted = true
-	if api := getDeployment(t, s.ns, "api"); *api.Spec.Replicas != 0 {
-		t.Fatalf("the stable Deployment at %d replicas when the daemon was killed, want 0: the kill came after the adoption", *api.Spec.Replicas)
-	}
-	waitFor(t, "the canary's pods running without an owner", func(ctx context.Context) (bool, error) {
-		list, err := suite.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
-		if err != nil {
-			return false, err
-		}
-		orphans := 0
-		for _, p := range list.Items {
-			if metav1.GetControllerOf(&p) == nil && p.DeletionTimestamp == nil {
-				orphans++
+	thaw()
+	waitFor(t, "the stable Deployment adopting the canary's ReplicaSet, no daemon running", func(context.Context) (bool, error) {
+		for _, name := range replicaSetsOf(t, s.ns, "api") {
+			if hasPrefix(name, "api-canary-") {
+				return true, nil
 			}
 		}
-		return orphans == 4, nil
+		return false, nil
 	})
 	endpoints.waitReady(t, "4 endpoints while no daemon runs", func(pods []string) bool { return len(pods) == 4 })
+	if api := getDeployment(t, s.ns, "api"); !api.Spec.Paused || *api.Spec.Replicas != 4 {
+		t.Errorf("the stable Deployment with no daemon: paused %v at %d, want paused at 4", api.Spec.Paused, *api.Spec.Replicas)
+	}
 
-	t.Log("the daemon again: it adopts the pods into the stable Deployment")
+	t.Log("the daemon again: it resumes the stable Deployment")
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 	checkMinReady(t, endpoints, h.mark, 4)
 	checkHandedOver(t, s.ns, endpoints, h.pods.since(h.before))
+}
+
+// controllerManager returns the process of the control plane's
+// kube-controller-manager, from hack/cluster's pid file.
+func controllerManager(t *testing.T) *os.Process {
+	t.Helper()
+	dir := os.Getenv("PLIMSOLL_CLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(suite.root, ".cluster")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "run", "kube-controller-manager.pid"))
+	if err != nil {
+		t.Fatalf("find kube-controller-manager: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("read the pid of kube-controller-manager: %v", err)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatalf("find kube-controller-manager: %v", err)
+	}
+	return p
+}
+
+// followReplicaSets watches the ReplicaSets of namespace ns; the channel
+// gets true once one meets on, false if the watch ends first.
+func followReplicaSets(t *testing.T, ns string, on func(*appsv1.ReplicaSet) bool) <-chan bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := suite.client.AppsV1().ReplicaSets(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch the ReplicaSets of %s: %v", ns, err)
+	}
+	return follow(w, on)
 }

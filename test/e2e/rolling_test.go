@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -109,11 +110,18 @@ func followDeployment(t *testing.T, ns, name string, on func(*appsv1.Deployment)
 	if err != nil {
 		t.Fatalf("watch Deployment %s: %v", name, err)
 	}
+	return follow(w, on)
+}
+
+// follow calls on with each object of type T that watch w sees until on
+// returns true; the channel receives true then, false when the watch
+// ended first.
+func follow[T any](w watch.Interface, on func(T) bool) <-chan bool {
 	done := make(chan bool, 1)
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			if d, ok := ev.Object.(*appsv1.Deployment); ok && on(d) {
+			if obj, ok := ev.Object.(T); ok && on(obj) {
 				done <- true
 				return
 			}
