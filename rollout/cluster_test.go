@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -26,7 +27,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -225,7 +225,7 @@ func (k *cluster) settle() {
 	for _, name := range slices.Sorted(maps.Keys(deploys)) {
 		d := deploys[name]
 		k.claim(d, rsets)
-		hash := podtemplate.Hash(d.Spec.Template)
+		hash := replicaSetHash(d.Spec.Template)
 		current := d.Name + "-" + hash
 		for _, rsName := range slices.Sorted(maps.Keys(rsets)) {
 			if rs := rsets[rsName]; metav1.IsControlledBy(rs, d) && strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
@@ -282,6 +282,19 @@ func (k *cluster) settle() {
 		live[name] = *p
 	}
 	k.settleEndpoints(live)
+}
+
+// replicaSetHash names the ReplicaSet of template t, as the Deployment
+// controller does, by a hash of all of it: labels (a canary's track)
+// included.
+func replicaSetHash(t corev1.PodTemplateSpec) string {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		panic(err)
+	}
+	h := fnv.New32a()
+	h.Write(raw)
+	return fmt.Sprintf("%010x", h.Sum32())
 }
 
 // claim plays the Deployment controller's ReplicaSet ownership for d: it

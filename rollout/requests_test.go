@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // canaryAnnotations and blueGreenAnnotations are the plimsoll.dev/ keys
@@ -122,6 +124,40 @@ func checkOneWriteEach(t *testing.T, i int, r []string) {
 			if writes[name]++; writes[name] > 1 {
 				t.Errorf("round %d writes %s twice:\n  %s", i, name, strings.Join(r, "\n  "))
 			}
+		}
+	}
+}
+
+// TestStatusCopiedToReplicaSet: the status a plan writes on a Deployment
+// is written on the ReplicaSet of its template too, after the
+// Deployment, as the Deployment controller would copy it (with an update
+// of its own, from its budget; see mirrorAnnotations). The fake API
+// server copies nothing: every ReplicaSet that runs a Deployment's
+// template carries its status once the rollout is quiet.
+func TestStatusCopiedToReplicaSet(t *testing.T) {
+	k := newCluster(t, "api")
+	k.toV2(canaryAnnotations)
+	rounds := k.untilQuiet()
+	if roundOf(rounds, "patch replicasets/api-", contract.AnnotationPhase) < 0 {
+		t.Errorf("no status was copied to a ReplicaSet:\n%s", show(rounds))
+	}
+	_, rsets, _ := k.listAll()
+	for _, name := range []string{"api", "api-canary"} {
+		d := k.deployment(name)
+		copied := 0
+		for _, rs := range rsets {
+			if !metav1.IsControlledBy(rs, d) || !strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
+				continue
+			}
+			copied++
+			for _, key := range []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationMessage} {
+				if got, want := rs.Annotations[key], d.Annotations[key]; got != want {
+					t.Errorf("ReplicaSet %s of %s: %s %q, want the Deployment's %q", rs.Name, name, key, got, want)
+				}
+			}
+		}
+		if copied != 1 {
+			t.Errorf("%s has %d ReplicaSets of its template, want 1", name, copied)
 		}
 	}
 }
