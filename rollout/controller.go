@@ -159,12 +159,14 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	events  *events.Recorder
 	metrics *Metrics
-	// written, steered and labelled remember the Deployments this
-	// controller wrote, the Services whose selectors it patched and the
-	// pods it labelled, until its caches have caught up with them.
+	// written, steered, labelled and mirrored remember the Deployments
+	// this controller wrote, the Services whose selectors it patched, the
+	// pods it labelled and the ReplicaSets it copied a status to, until
+	// its caches have caught up with them.
 	written  *recentWrites[*appsv1.Deployment]
 	steered  *recentWrites[*corev1.Service]
 	labelled *recentWrites[*corev1.Pod]
+	mirrored *recentWrites[*appsv1.ReplicaSet]
 	// specs tells the generation of each Deployment's spec through the
 	// controller's own status writes (see specGenerations).
 	specs *specGenerations
@@ -220,6 +222,7 @@ func New(cfg Config) *Controller {
 		written:   newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
 		steered:   newRecentWrites[*corev1.Service](cfg.Clock, writeMemory),
 		labelled:  newRecentWrites[*corev1.Pod](cfg.Clock, writeMemory),
+		mirrored:  newRecentWrites[*appsv1.ReplicaSet](cfg.Clock, writeMemory),
 		specs:     newSpecGenerations(),
 		templates: newTemplateChecks(),
 		hand:      newHandEdits(),

@@ -214,6 +214,8 @@ func (c *Controller) mirrorAnnotations(ctx context.Context, w *workload, d *apps
 		if !metav1.IsControlledBy(rs, d) || !strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
 			continue
 		}
+		// What was copied before the cache had it is not copied again.
+		rs = c.mirrored.newest(rs)
 		delta := map[string]string{}
 		for k, v := range d.Annotations {
 			if !notCopied[k] && rs.Annotations[k] != v {
@@ -227,10 +229,14 @@ func (c *Controller) mirrorAnnotations(ctx context.Context, w *workload, d *apps
 		if err != nil {
 			return fmt.Errorf("encode the annotations of ReplicaSet %s: %w", rs.Name, err)
 		}
-		_, err = c.writer(w.key()).AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
+		out, err := c.writer(w.key()).AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
 			metav1.PatchOptions{FieldManager: FieldManager})
-		if err != nil && !apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
 			return fmt.Errorf("copy the annotations of Deployment %s to ReplicaSet %s: %w", d.Name, rs.Name, err)
+		default:
+			c.mirrored.wrote(out)
 		}
 		return nil
 	}
