@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
@@ -180,25 +182,44 @@ func replaceServer(kubeconfig, server string) string {
 }
 
 // TestCLITrace traces a blue-green rollout with --until-done into a pipe:
-// one line per change, from the rollout going out to revision 2 Healthy,
-// and exit 0 once it is.
+// one line per change, from revision 2 waiting for promote to revision 2
+// Healthy, and exit 0 once it is. Auto-promote is off, so that the rollout
+// waits for the trace to be running: the trace's first line is read
+// before the promote goes out.
 func TestCLITrace(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", blueGreenExample(t, "v1", "2s"))
+	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	s.repo.commit("shop v2", blueGreenExample(t, "v2", "2s"))
-	waitForDeployment(t, s.ns, "shop-blue", "revision 2 going out", func(d *appsv1.Deployment) bool {
-		return d.Annotations["plimsoll.dev/revision"] == "2"
-	})
+	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	waitForDeployment(t, s.ns, "shop-blue", "revision 2 waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.plimsoll, append([]string{"trace", "shop", "--until-done"}, s.cliFlags()...)...)
-	out, err := cmd.CombinedOutput()
-	t.Logf("plimsoll trace --until-done:\n%s", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatalf("trace --until-done: %v", err)
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start trace --until-done: %v", err)
+	}
+	read := bufio.NewReader(stdout)
+	first, err := read.ReadString('\n')
+	if err != nil {
+		t.Fatalf("trace --until-done printed no line: %v\n%s", err, stderr.String())
+	}
+	command(t, s.ns, "shop-blue", "promote")
+	rest, err := io.ReadAll(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(first), rest...)
+	t.Logf("plimsoll trace --until-done:\n%s", out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("trace --until-done: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) < 3 {
@@ -209,8 +230,8 @@ func TestCLITrace(t *testing.T) {
 			t.Errorf("lines %d and %d are the same view: %q", i, i+1, lines[i])
 		}
 	}
-	if !strings.Contains(lines[0], "revision 2 Progressing") {
-		t.Errorf("first line %q, want revision 2 Progressing", lines[0])
+	if !strings.Contains(lines[0], "revision 2 Paused") {
+		t.Errorf("first line %q, want revision 2 Paused, waiting for promote", lines[0])
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, "revision 2 Healthy") || !strings.Contains(last, "Service shop 4 ready") {
 		t.Errorf("last line %q, want revision 2 Healthy with 4 ready endpoints", last)
