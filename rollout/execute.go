@@ -60,9 +60,9 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 				err = c.clearCommand(ctx, x.primary, x.command)
 			}
 		case strategies.ActionHoldOut:
-			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, &a.Value)
+			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, a.Value, false)
 		case strategies.ActionRestore:
-			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, nil)
+			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, a.Value, true)
 		case strategies.ActionDeleteReplicaSet:
 			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet)
 		case strategies.ActionDelete:

@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,21 +93,13 @@ func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name str
 	return nil
 }
 
-// holdOut takes label key away from ReplicaSet name of workload w and
-// records it as held out with value (see strategies.HeldOut), or, for a
-// nil value, gives it back as recorded and drops the record. One gone
-// already is nothing to do.
-func (c *Controller) holdOut(ctx context.Context, w *workload, name, key string, value *string) error {
-	label, record, action := "null", "null", "give back"
-	if value != nil {
-		record, action = fmt.Sprintf("%q", key+"="+*value), "hold out"
-	} else {
-		for _, rs := range w.rsets {
-			if rs.Name == name {
-				_, v, _ := strings.Cut(rs.Annotations[contract.AnnotationHeldOut], "=")
-				label = fmt.Sprintf("%q", v)
-			}
-		}
+// holdOut takes label key=value away from ReplicaSet name of workload w
+// and records it as held out (see strategies.HeldOut), or, with restore,
+// gives it back and drops the record. One gone already is nothing to do.
+func (c *Controller) holdOut(ctx context.Context, w *workload, name, key, value string, restore bool) error {
+	label, record, action := "null", fmt.Sprintf("%q", key+"="+value), "hold out"
+	if restore {
+		label, record, action = fmt.Sprintf("%q", value), "null", "give back"
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, key, label, contract.AnnotationHeldOut, record)
 	_, err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})

@@ -133,11 +133,12 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 // ReplicaSet went by hand) is resumed, and makes its own.
 func planAdoption(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan {
 	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
-	if ownReplicaSet(o.ReplicaSets, o.Stable) == nil && (o.Canary != nil && o.Canary.DeletionTimestamp != nil || adoptable(o.ReplicaSets, o.Stable)) {
+	adopted := ownReplicaSet(o.ReplicaSets, o.Stable) != nil
+	if !adopted && (o.Canary != nil && o.Canary.DeletionTimestamp != nil || adoptable(o.ReplicaSets, o.Stable)) {
 		return plan // 5.
 	}
 	plan.StablePaused = new(bool)
-	if ownReplicaSet(o.ReplicaSets, o.Stable) != nil {
+	if adopted {
 		// Given back after the resume: a paused stable that adopted one of
 		// them before its new ReplicaSet would scale it up (see above).
 		plan.Restore, plan.DeleteReplicaSets = heldOut(o.ReplicaSets, o.Stable)
