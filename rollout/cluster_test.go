@@ -267,9 +267,18 @@ func (k *cluster) settle() {
 			}
 			running += k.runPods(rs, want, pods)
 		}
+		progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}
+		if d.Spec.Paused {
+			// A paused Deployment's condition says so, and stays.
+			progressing = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: reasonPaused}
+			for _, c := range d.Status.Conditions {
+				if c.Type == appsv1.DeploymentProgressing && c.Reason == reasonPaused {
+					progressing = c
+				}
+			}
+		}
 		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: running, UpdatedReplicas: running, ReadyReplicas: running,
-			AvailableReplicas: running,
-			Conditions:        []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+			AvailableReplicas: running, Conditions: []appsv1.DeploymentCondition{progressing}}
 		if fmt.Sprint(d.Status) != fmt.Sprint(status) {
 			d.Status = status
 			if _, err := k.client.AppsV1().Deployments("shop").UpdateStatus(k.ctx, d, metav1.UpdateOptions{}); err != nil {
@@ -538,7 +547,7 @@ func requests(client *fake.Clientset) []string {
 // deploymentPatchLine describes a patch of a Deployment as requests
 // lists an update: " replicas=N", " paused" or " resumed", and
 // " maxSurge=..." when its spec sets them, " status" when it goes to the
-// status subresource.
+// status subresource, " condition=REASON" for each condition it sets.
 func deploymentPatchLine(a k8stesting.PatchAction) string {
 	var p struct {
 		Spec *struct {
@@ -550,6 +559,9 @@ func deploymentPatchLine(a k8stesting.PatchAction) string {
 				} `json:"rollingUpdate"`
 			} `json:"strategy"`
 		} `json:"spec"`
+		Status *struct {
+			Conditions []appsv1.DeploymentCondition `json:"conditions"`
+		} `json:"status"`
 	}
 	if a.GetPatchType() == types.JSONPatchType {
 		var ops []struct {
@@ -577,6 +589,11 @@ func deploymentPatchLine(a k8stesting.PatchAction) string {
 	}
 	if a.GetSubresource() == "status" {
 		line += " status"
+	}
+	if p.Status != nil {
+		for _, c := range p.Status.Conditions {
+			line += fmt.Sprintf(" condition=%s", c.Reason)
+		}
 	}
 	return line
 }

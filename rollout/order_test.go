@@ -76,7 +76,9 @@ func before(t *testing.T, r []string, a, b []string) {
 // ReplicaSet given back, and a new canary is made at 0 with the other
 // track. The pods that serve in the end are the canary's, in the
 // canary's ReplicaSet, now the stable's, which made none; Git's strategy
-// stays on the stable all along.
+// stays on the stable all along. Each pause and resume is followed by the
+// Progressing condition the Deployment controller would write for it
+// (see notePause).
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryAnnotations)
@@ -89,11 +91,14 @@ func TestCanaryStepOrder(t *testing.T) {
 	inOrder := [][]string{
 		{"update deployments/api-canary", "replicas=4"},
 		{"update deployments/api-canary", "paused"},
+		{"update deployments/api-canary", "status", "condition=DeploymentPaused"},
 		{"update deployments/api ", "replicas=0", "paused"},
+		{"update deployments/api ", "status", "condition=DeploymentPaused"},
 		{"patch replicasets/api-", `"app":null`},
 		{"update deployments/api ", "replicas=4"},
 		{"delete deployments/api-canary", "orphan"},
 		{"update deployments/api ", "replicas=4"}, // its spec replaced, resumed
+		{"update deployments/api ", "status", "condition=DeploymentResumed"},
 		{"patch replicasets/api-", `"app":"api"`},
 		{"create deployments/api-canary", "replicas=0"},
 	}

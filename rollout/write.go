@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
@@ -72,9 +74,9 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 // between live and want (see patchDeployment) unless live holds want
 // already (see holds) and want restores no template changed by hand (see
 // restoring): an unchanged Deployment is not written. The spec goes with
-// the write whenever it differs at all (a strategy put back to Git's
-// default, a field Git dropped) or restores a template; a status write
-// leaves it out. What the API server returns is remembered until the cache
+// the write whenever it differs at all from what the API server stores
+// (a strategy put back to Git's default, a field Git dropped; see
+// defaulted) or restores a template; a status write leaves it out. What the API server returns is remembered until the cache
 // has it (see recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
@@ -95,9 +97,12 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 			return err
 		}
 	}
-	spec := restore || !reflect.DeepEqual(live.Spec, want.Spec)
+	spec := restore || !reflect.DeepEqual(live.Spec, defaulted(want.Spec))
 	scaledBy := c.hand.scaledBy(live)
 	updated, err := c.patchDeployment(ctx, live, want, spec)
+	if err == nil && updated.Spec.Paused != live.Spec.Paused {
+		updated, err = c.notePause(ctx, updated)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,6 +137,50 @@ func (c *Controller) wroteCount(ctx context.Context, live, out *appsv1.Deploymen
 		"deployment", out.Name, "from", *live.Spec.Replicas, "to", *out.Spec.Replicas, "by", by)
 	c.eventFor(ctx, out, corev1.EventTypeWarning, ReasonScaleRestored, fmt.Sprintf("the count was set to %d outside Git (by %s): %d written again",
 		*live.Spec.Replicas, by, *out.Spec.Replicas))
+}
+
+// defaulted returns spec with the defaults the API server gives an
+// apps/v1 Deployment's own fields (SetDefaults_Deployment): 1 replica, a
+// RollingUpdate strategy of 25% surge and 25% unavailable, 10 ReplicaSets
+// of history, a progress deadline of 600 s. The pod template is left as
+// it is.
+//
+// A spec from Git leaves them out, and is stored with them: compared as
+// written, it differed from the live spec it would not change, and the
+// write carried the spec. A write of the spec goes to the Deployment
+// itself, where a change of annotations makes a new generation too: at
+// the start of each canary revision the stable Deployment, given Git's
+// strategy ({}), took its new status in such a write, and the Deployment
+// controller synced it, wrote its status and copied the annotations to
+// its ReplicaSet, racing the copy of ours.
+func defaulted(spec appsv1.DeploymentSpec) appsv1.DeploymentSpec {
+	if spec.Replicas == nil {
+		spec.Replicas = ptr.To[int32](1)
+	}
+	s := spec.Strategy.DeepCopy()
+	if s.Type == "" {
+		s.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if s.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if s.RollingUpdate == nil {
+			s.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		quarter := intstr.FromString("25%")
+		if s.RollingUpdate.MaxUnavailable == nil {
+			s.RollingUpdate.MaxUnavailable = &quarter
+		}
+		if s.RollingUpdate.MaxSurge == nil {
+			s.RollingUpdate.MaxSurge = &quarter
+		}
+	}
+	spec.Strategy = *s
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	if spec.ProgressDeadlineSeconds == nil {
+		spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	}
+	return spec
 }
 
 // holds reports whether live already is want as far as a write of want
