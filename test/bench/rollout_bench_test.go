@@ -162,9 +162,13 @@ func (e rolloutEnv) rolloutBound(n int) time.Duration {
 // PLIMSOLL_BENCH_LABEL and renders every label's runs into
 // bench/results.md. Earlier runs of the same label and N are kept when
 // they measured the same binary (by SHA-256), so that runs can be added in
-// several sittings, and replaced when they did not.
+// several sittings, and replaced when they did not. With
+// PLIMSOLL_BENCH_DRY=1 it measures and logs the runs but records nothing:
+// a probe (of another cluster, an audited one, a binary under work) is
+// not for the record.
 func TestRolloutBenchmark(t *testing.T) {
 	env := readRolloutEnv(t)
+	dry := os.Getenv("PLIMSOLL_BENCH_DRY") == "1"
 	cfg, client := benchClient(t, env.kubeconfig)
 	version := strings.TrimSpace(runOutput(t, env.bin, "version"))
 	sum := fileSHA256(t, env.bin)
@@ -178,8 +182,10 @@ func TestRolloutBenchmark(t *testing.T) {
 			rec := rolloutRun(t, env, cfg, client, size.n, i)
 			rec.Binary, rec.BinarySHA256 = version, sum
 			results.Runs = append(results.Runs, rec)
-			results.save(t, jsonPath)
-			writeSection(t, mdPath, "rollout", results.render())
+			if !dry {
+				results.save(t, jsonPath)
+				writeSection(t, mdPath, "rollout", results.render())
+			}
 			t.Logf("%s: N=%d, run %d: %s", env.label, size.n, i, rec.summary())
 		}
 	}
