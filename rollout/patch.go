@@ -248,11 +248,10 @@ func (c *Controller) mirrorAnnotations(ctx context.Context, w *workload, d *apps
 // The Progressing condition the Deployment controller sets when a
 // Deployment is paused or resumed (see notePause).
 const (
-	reasonPaused           = "DeploymentPaused"
-	reasonResumed          = "DeploymentResumed"
-	reasonDeadlineExceeded = "ProgressDeadlineExceeded"
-	messagePaused          = "Deployment is paused"
-	messageResumed         = "Deployment is resumed"
+	reasonPaused   = "DeploymentPaused"
+	reasonResumed  = "DeploymentResumed"
+	messagePaused  = "Deployment is paused"
+	messageResumed = "Deployment is resumed"
 )
 
 // notePause writes onto Deployment d, just paused or resumed by the
@@ -309,13 +308,8 @@ func pauseCondition(d *appsv1.Deployment, now metav1.Time) (appsv1.DeploymentCon
 	if s := d.Spec.ProgressDeadlineSeconds; s == nil || *s == math.MaxInt32 {
 		return appsv1.DeploymentCondition{}, false
 	}
-	var cur *appsv1.DeploymentCondition
-	for i := range d.Status.Conditions {
-		if d.Status.Conditions[i].Type == appsv1.DeploymentProgressing {
-			cur = &d.Status.Conditions[i]
-		}
-	}
-	if cur != nil && cur.Reason == reasonDeadlineExceeded {
+	cur := strategies.ProgressCondition(d)
+	if cur != nil && cur.Reason == strategies.ReasonProgressDeadlineExceeded {
 		return appsv1.DeploymentCondition{}, false
 	}
 	paused := cur != nil && cur.Reason == reasonPaused

@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // TestPauseCondition: the Progressing condition noted with a pause or a
@@ -45,7 +46,7 @@ func TestPauseCondition(t *testing.T) {
 		{"paused again", true, new(int32(600)), progressing(corev1.ConditionUnknown, reasonPaused), "", now},
 		{"resumed", false, new(int32(600)), progressing(corev1.ConditionUnknown, reasonPaused), reasonResumed, then},
 		{"resumed and progressing", false, new(int32(600)), progressing(corev1.ConditionTrue, "ReplicaSetUpdated"), "", now},
-		{"paused past its deadline", true, new(int32(600)), progressing(corev1.ConditionFalse, reasonDeadlineExceeded), "", now},
+		{"paused past its deadline", true, new(int32(600)), progressing(corev1.ConditionFalse, strategies.ReasonProgressDeadlineExceeded), "", now},
 		{"paused with no deadline", true, nil, progressing(corev1.ConditionTrue, "NewReplicaSetAvailable"), "", now},
 		{"paused with an endless deadline", true, new(int32(math.MaxInt32)), nil, "", now},
 	}
@@ -83,10 +84,10 @@ func TestPauseCondition(t *testing.T) {
 func TestSpecWrittenOnlyWhenStoredDiffers(t *testing.T) {
 	surge := intstr.FromString("100%")
 	tests := []struct {
-		name       string
-		live       func(*appsv1.Deployment)
-		spec       bool
-		subresouce string
+		name        string
+		live        func(*appsv1.Deployment)
+		spec        bool
+		subresource string
 	}{
 		{"stored with the defaults", func(*appsv1.Deployment) {}, false, "status"},
 		{"a surge to put back", func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxSurge = &surge }, true, ""},
@@ -115,8 +116,8 @@ func TestSpecWrittenOnlyWhenStoredDiffers(t *testing.T) {
 				t.Fatalf("%d patches, want 1", len(patches))
 			}
 			p := patches[0]
-			if got := strings.Contains(string(p.GetPatch()), `"spec"`); got != tt.spec || p.GetSubresource() != tt.subresouce {
-				t.Errorf("patch to %q carries the spec %v, want %v to %q:\n%s", p.GetSubresource(), got, tt.spec, tt.subresouce, p.GetPatch())
+			if got := strings.Contains(string(p.GetPatch()), `"spec"`); got != tt.spec || p.GetSubresource() != tt.subresource {
+				t.Errorf("patch to %q carries the spec %v, want %v to %q:\n%s", p.GetSubresource(), got, tt.spec, tt.subresource, p.GetPatch())
 			}
 		})
 	}

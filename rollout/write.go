@@ -76,8 +76,9 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 // restoring): an unchanged Deployment is not written. The spec goes with
 // the write whenever it differs at all from what the API server stores
 // (a strategy put back to Git's default, a field Git dropped; see
-// defaulted) or restores a template; a status write leaves it out. What the API server returns is remembered until the cache
-// has it (see recentWrites).
+// defaulted) or restores a template; a status write leaves it out. What
+// the API server returns is remembered until the cache has it (see
+// recentWrites).
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
 		created, err := c.writerOf(want).AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})

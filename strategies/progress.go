@@ -150,8 +150,8 @@ func (p Progress) message(rollingOut string) string {
 	return m
 }
 
-// progressCondition returns live's Progressing condition, or nil.
-func progressCondition(live *appsv1.Deployment) *appsv1.DeploymentCondition {
+// ProgressCondition returns live's Progressing condition, or nil.
+func ProgressCondition(live *appsv1.Deployment) *appsv1.DeploymentCondition {
 	for i := range live.Status.Conditions {
 		if live.Status.Conditions[i].Type == appsv1.DeploymentProgressing {
 			return &live.Status.Conditions[i]
@@ -165,7 +165,7 @@ func progressCondition(live *appsv1.Deployment) *appsv1.DeploymentCondition {
 // condition stays until the Deployment makes progress again, whatever
 // template it carries meanwhile.
 func deadlineExceeded(live *appsv1.Deployment) bool {
-	c := progressCondition(live)
+	c := ProgressCondition(live)
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonProgressDeadlineExceeded
 }
 
@@ -179,7 +179,7 @@ func rolloutComplete(live *appsv1.Deployment) bool {
 	if d := live.Spec.ProgressDeadlineSeconds; d == nil || *d == math.MaxInt32 {
 		return true
 	}
-	c := progressCondition(live)
+	c := ProgressCondition(live)
 	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == ReasonNewReplicaSetAvailable
 }
 

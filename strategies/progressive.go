@@ -248,7 +248,7 @@ func stallAt(d *appsv1.Deployment, pods []Pod, after time.Time) (at time.Time, o
 // then count the deadline of each pod of the retried template from this
 // moment on instead.
 func progressNoted(d *appsv1.Deployment) time.Time {
-	if c := progressCondition(d); c != nil {
+	if c := ProgressCondition(d); c != nil {
 		return c.LastUpdateTime.Time
 	}
 	return time.Time{}
