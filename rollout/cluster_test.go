@@ -271,10 +271,8 @@ func (k *cluster) settle() {
 		if d.Spec.Paused {
 			// A paused Deployment's condition says so, and stays.
 			progressing = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: reasonPaused}
-			for _, c := range d.Status.Conditions {
-				if c.Type == appsv1.DeploymentProgressing && c.Reason == reasonPaused {
-					progressing = c
-				}
+			if c := strategies.ProgressCondition(d); c != nil && c.Reason == reasonPaused {
+				progressing = *c
 			}
 		}
 		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: running, UpdatedReplicas: running, ReadyReplicas: running,
