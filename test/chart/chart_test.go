@@ -3,6 +3,8 @@
 // Package chart tests charts/plimsoll with the helm that hack/cluster
 // builds: helm lint and helm template for the default values and for the
 // namespaced mode, asserting what the rendered objects grant and run.
+// It needs no control plane, and runs beside test/e2e, which starts and
+// stops one: a chart test that needs the API server belongs there.
 package chart
 
 import (

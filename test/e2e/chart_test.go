@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -202,5 +203,54 @@ func cantListPodsEverywhere(t *testing.T, kubeconfig string) {
 	_, err = client.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{Limit: 1})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("list pods in every namespace as the chart's ServiceAccount: %v, want forbidden", err)
+	}
+}
+
+// TestChartImpersonation applies the RBAC the chart renders with
+// syncs.enabled to the local control plane and asks the API server what
+// the daemon's ServiceAccount may do: impersonate the ServiceAccounts of
+// syncs.serviceAccounts, and no other ServiceAccount, user or group; and
+// still write everywhere, as without syncs.
+func TestChartImpersonation(t *testing.T) {
+	parallel(t)
+	client := suite.client
+	home, teamA, teamB := kit.NewNamespace(t, client, "chart-home"), kit.NewNamespace(t, client, "chart-a"), kit.NewNamespace(t, client, "chart-b")
+	release := "imp-" + home[strings.LastIndex(home, "-")+1:]
+	rendered, err := kit.Helm(t, "template", release, filepath.Join(suite.root, "charts", "plimsoll"), "--namespace", home,
+		"--set", "repo.url=file:///unused", "--set", "syncs.enabled=true", "--set", "syncs.serviceAccounts={"+teamA+"/deployer}",
+		"--show-only", "templates/rbac.yaml", "--show-only", "templates/serviceaccount.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runKubectl(rendered, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		_, _ = runKubectl("", "delete", "--ignore-not-found", "clusterrole/"+release+"-plimsoll", "clusterrolebinding/"+release+"-plimsoll")
+	})
+	daemon := "system:serviceaccount:" + home + ":" + release + "-plimsoll"
+	for _, tc := range []struct {
+		what  string
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{"impersonate the declared identity", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: teamA, Name: "deployer"}, true},
+		{"impersonate another ServiceAccount of its namespace", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: teamA, Name: "default"}, false},
+		{"impersonate the same name elsewhere", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: teamB, Name: "deployer"}, false},
+		{"impersonate kube-system's admin", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "kube-system", Name: "default"}, false},
+		{"impersonate a user", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: "admin"}, false},
+		{"impersonate a group", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: "system:masters"}, false},
+		{"write anywhere, as the sync of the flags", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "deployments", Namespace: teamB}, true},
+		{"delete anywhere, to prune", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "configmaps", Namespace: teamB}, true},
+	} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: daemon,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + home, "system:authenticated"}, ResourceAttributes: &tc.attrs}}
+		got, err := client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != tc.want {
+			t.Errorf("may the daemon %s? %v, want %v (%s)", tc.what, got.Status.Allowed, tc.want, got.Status.Reason)
+		}
 	}
 }
