@@ -110,11 +110,20 @@ func (c *Controller) enqueueAutoscaled(obj any) {
 }
 
 // ScaleTarget names the live Deployment that an HPA of Git Deployment
-// ns/name scales (see sync.DeploymentSink): for a blue-green workload the
-// Deployment that serves the workload (see workloads.Serving): the active
-// color while the workload is blue-green, else name. It reads the caches;
-// a controller that does not run (plimsoll diff) asks the API server.
+// ns/name scales (see sync.DeploymentSink). The controller points the HPA
+// at the active color at each swap, so a color the HPA targets now is
+// kept: a sync that lands in the middle of a swap, while the roles that
+// workloads.Serving reads are being rewritten, must not turn the HPA to
+// <name>, which runs no pods, and leave the color it scaled to Git's
+// count. An HPA that targets neither color (Git's, as it was created)
+// gets the Deployment that serves the workload: the active color while
+// the workload is blue-green, else name. It reads the caches; a
+// controller that does not run (plimsoll diff) asks the API server.
 func (c *Controller) ScaleTarget(ctx context.Context, ns, name string) (string, error) {
+	target, err := c.liveScaleTarget(ctx, ns, name+contract.SuffixBlue, name+contract.SuffixGreen)
+	if err != nil || target != "" {
+		return target, err
+	}
 	d, err := workloads.Serving(name, func(name string) (*appsv1.Deployment, error) { return c.liveDeployment(ctx, ns, name) })
 	if err != nil || d == nil {
 		return name, err
@@ -136,21 +145,28 @@ func (c *Controller) liveDeployment(ctx context.Context, ns, name string) (*apps
 }
 
 // autoscaledLive reports whether an HPA scales the live Deployment named
-// live: from the caches when the controller runs, else from the API
-// server (plimsoll diff).
+// live.
 func (c *Controller) autoscaledLive(ctx context.Context, ns, live string) (bool, error) {
+	target, err := c.liveScaleTarget(ctx, ns, live)
+	return target != "", err
+}
+
+// liveScaleTarget returns which of the Deployments names an HPA of
+// namespace ns targets, "" for none: from the caches when the controller
+// runs, else from the API server (plimsoll diff).
+func (c *Controller) liveScaleTarget(ctx context.Context, ns string, names ...string) (string, error) {
 	if c.running() {
-		h, _ := c.autoscalerOf(ns, live)
-		return h != nil, nil
+		_, target := c.autoscalerOf(ns, names...)
+		return target, nil
 	}
 	list, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return false, fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
+		return "", fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
 	}
 	all := make([]*autoscalingv2.HorizontalPodAutoscaler, len(list.Items))
 	for i := range list.Items {
 		all[i] = &list.Items[i]
 	}
-	h, _ := scalerOf(all, []string{live})
-	return h != nil, nil
+	_, target := scalerOf(all, names)
+	return target, nil
 }

@@ -298,10 +298,22 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 }
 
 // blueGreenCount returns the count of the Deployment of bg that an HPA
-// scales (the active color, or <name> before the first swap), and whether
-// one does.
+// scales, and whether one scales the workload. Once a color is live that
+// is the active color's count, whichever of <name>, blue and green the HPA
+// names at this instant: between a swap and the retarget it still names
+// the old color (brought up to the same count), and an HPA turned to a
+// Deployment that runs nothing must not hand the active color Git's
+// count, which would take the pods the HPA added out of the Service.
+// Before the first swap it is the count of the Deployment the HPA
+// targets (<name>, while it serves).
 func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
-	_, target := c.autoscalerOf(bg.ns, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen, bg.name)
+	h, target := c.autoscalerOf(bg.ns, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen, bg.name)
+	if h == nil {
+		return 0, false
+	}
+	if d := bg.color(bg.live()); d != nil {
+		return specReplicas(d), true
+	}
 	if d := bg.w.deploys[target]; d != nil {
 		return specReplicas(d), true
 	}

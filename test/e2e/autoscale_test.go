@@ -12,6 +12,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -100,8 +101,33 @@ func TestAutoscaledWorkloads(t *testing.T) {
 			if out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...); code != 0 {
 				t.Errorf("plimsoll diff exited %d, want 0 (no difference):\n%s", code, out)
 			}
+			if tc.name == "blue-green" {
+				checkTargetTurnedAway(t, s, daemon, endpoints)
+			}
 		})
 	}
+}
+
+// checkTargetTurnedAway turns the HPA of blue-green workload web, at 6 on
+// web-green, to Deployment web, which runs nothing, as a sync landing in
+// the middle of a swap could: the HPA goes back to web-green, and web-green
+// keeps the HPA's 6 (its generation does not move) and its 6 endpoints.
+func checkTargetTurnedAway(t *testing.T, s *syncTarget, daemon *kit.Daemon, endpoints *endpointWatch) {
+	t.Helper()
+	t.Log("the HPA is turned to web, which runs nothing: web-green keeps its 6")
+	mark := endpoints.mark()
+	before := getDeployment(t, s.ns, "web-green").Generation
+	_, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(s.ns).Patch(context.Background(), "web", types.MergePatchType,
+		[]byte(`{"spec":{"scaleTargetRef":{"name":"web"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForScaleTarget(t, s.ns, "web", "web-green", 6)
+	checkResyncQuiet(t, s, daemon)
+	if after := getDeployment(t, s.ns, "web-green").Generation; after != before {
+		t.Errorf("web-green's generation moved from %d to %d while the HPA named web", before, after)
+	}
+	checkMinReady(t, endpoints, mark, 6)
 }
 
 // waitForScaleTarget waits until HPA ns/name targets Deployment target and
