@@ -341,9 +341,13 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	where := fmt.Sprintf("canary step %d/%d", k+1, len(steps))
 	// The line names the step's counts, not those so far: it changes
 	// when the step is reached, not with each pod labelled (see
-	// waitingFor).
+	// waitingFor). The step is reached once the stable is down to its
+	// share too: at 50% of 4, 2 canary pods serve beside 3 stable ones
+	// (40%) until the stable's third pod is gone. A line for that moment
+	// alone would be one more status of each Deployment per step, and the
+	// Deployment controller copies each to a ReplicaSet.
 	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, c, n)
-	if serving != c {
+	if serving != c || !stableReady {
 		traffic = fmt.Sprintf("going to %d%% (%d/%d pods)", weight, c, n)
 	}
 	status.Phase = PhaseProgressing

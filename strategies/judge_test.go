@@ -51,7 +51,7 @@ func TestPlanCanaryAnalysis(t *testing.T) {
 		{
 			name:   "step 1, traffic not in place yet: no run starts",
 			stable: st(4), canary: cy(1), pods: []Pod{ready("c0")},
-			phase: PhaseProgressing, words: []string{"(1/4 pods serving)"},
+			phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"},
 		},
 		{
 			name:   "step 1, traffic in place: the step's run starts, the step waits; plan again at its first measurement, 5s on",
