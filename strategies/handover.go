@@ -38,9 +38,10 @@ import (
 // revision up to N. The order below leaves it nothing to scale at either
 // moment. With N = 4, the canary at 2 and the stable at 2:
 //
-//  1. the canary grows to 4; its pods serve once Ready (its template
-//     carries plimsoll.dev/serving), 6 serving in all; once 4 canary pods
-//     serve and are available, the canary Deployment is paused;
+//  1. the canary grows to 4, paused in the same write (it still scales);
+//     its pods serve once Ready (its template carries
+//     plimsoll.dev/serving), 6 serving in all, and the next step waits
+//     until 4 canary pods serve and are available;
 //  2. the stable is paused and scaled to 0 (its 2 pods go; 4 still
 //     serve);
 //  3. once it runs none, its ReplicaSets (all at 0) are taken out of its
@@ -96,13 +97,20 @@ func handsOver(desired CanaryDesired, o CanaryObserved) bool {
 func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) CanaryPlan {
 	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
 	zero, yes := int32(0), true
-	if !o.Canary.Spec.Paused {
-		// 1. The canary grows to N; a pod taken out of traffic by hand
-		// does not count, and one more is made in its place.
-		serving := label(&plan, o.Pods, n)
-		size := n + unlabelled(o.Pods)
+	// 1. The canary grows to N; a pod taken out of traffic by hand does
+	// not count, and one more is made in its place. A paused Deployment
+	// still scales its one active ReplicaSet, so a canary that runs
+	// nothing but its template is paused in the same write that grows
+	// it: one write of the canary and one sync of the Deployment
+	// controller fewer per promotion. One with pods of an earlier
+	// template left (its own rollout under way) would stop that rollout
+	// paused, and is paused only once it runs N of its template.
+	serving := label(&plan, o.Pods, n)
+	size := n + unlabelled(o.Pods)
+	done := serving == n && fullyAvailable(o.Canary, size)
+	if !o.Canary.Spec.Paused || !done {
 		plan.CanaryReplicas = &size
-		if serving == n && fullyAvailable(o.Canary, size) {
+		if !o.Canary.Spec.Paused && (done || oneTemplate(o.Canary)) {
 			plan.CanaryPaused = &yes
 		}
 		return plan
@@ -144,6 +152,12 @@ func planAdoption(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan
 		plan.Restore, plan.DeleteReplicaSets = heldOut(o.ReplicaSets, o.Stable)
 	}
 	return plan
+}
+
+// oneTemplate reports whether d's pods, as the Deployment controller last
+// reported after observing d's latest spec, are all of d's template.
+func oneTemplate(d *appsv1.Deployment) bool {
+	return caughtUp(d) && d.Status.Replicas == d.Status.UpdatedReplicas
 }
 
 // handOverMessage is the status message of every step of a hand-over of

@@ -81,9 +81,17 @@ func TestPlanHandOver(t *testing.T) {
 		pods   []Pod
 		want   want
 	}{
-		{name: "1. the canary at 2 of 4: it grows", stable: stableAt(2), canary: canary(2), pods: owned[:2],
+		{name: "1. the canary at 2 of 4, all of its template: it grows, paused in the same write", stable: stableAt(2), canary: canary(2),
+			pods: owned[:2], want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
+		{name: "1. the canary at 2 of 4 with a pod of an earlier template: it grows, not paused", stable: stableAt(2),
+			canary: canary(2, withPods(3, 2, 3, 3)), pods: owned[:2], want: want{canaryReplicas: &four, phase: PhaseProgressing}},
+		{name: "1. the canary not caught up with its spec: it grows, not paused", stable: stableAt(2),
+			canary: canary(2, func(d *appsv1.Deployment) { d.Generation = 3; d.Status.ObservedGeneration = 2 }), pods: owned[:2],
 			want: want{canaryReplicas: &four, phase: PhaseProgressing}},
-		{name: "1. the canary at 4, one pod starting: it waits", stable: stableAt(2), canary: canary(4, withPods(4, 4, 3, 3)),
+		{name: "1. the canary at 4, one pod starting: paused, it waits", stable: stableAt(2), canary: canary(4, withPods(4, 4, 3, 3)),
+			pods: append(slices.Clone(owned[:3]), starting("c3")), want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
+		{name: "1. the canary paused at 4, one pod starting: the stable is left as it is", stable: stableAt(2),
+			canary: canary(4, paused, withPods(4, 4, 3, 3)), rsets: []*appsv1.ReplicaSet{canaryRS, stableRS},
 			pods: append(slices.Clone(owned[:3]), starting("c3")), want: want{canaryReplicas: &four, phase: PhaseProgressing}},
 		{name: "1. 4 canary pods serve: the canary is paused", stable: stableAt(2), canary: canary(4), pods: owned,
 			want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
