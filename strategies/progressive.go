@@ -112,18 +112,32 @@ func startStatus(desired Desired, recorded Status, decision RevisionDecision) St
 // of "waiting for promote") would be one more write and one more
 // generation, and the phase would flip at every write. A failure is never
 // held back.
+//
+// Two things are not held. A revision's opening status ("rolling out
+// revision 4", see HandOver) goes out in the write of the new template,
+// which the Deployment controller lags behind by definition: held, it was
+// written, and the plan's own status a moment later, two status writes of
+// each Deployment for one. And a Deployment that asks for no pods and runs
+// none has nothing to report (a canary made at 0 after a promotion): its
+// lag held "promoting" over Healthy, and the step's reset went out alone.
 func keepWhileLagging(status *Status, recorded Status, deploys ...*appsv1.Deployment) {
 	lagging := false
 	for _, d := range deploys {
-		if d != nil && !caughtUp(d) {
+		if d != nil && !caughtUp(d) && !idle(d) {
 			lagging = true
 		}
 	}
 	same := status.Revision == recorded.Revision && status.Hash == recorded.Hash &&
 		status.FailedHash == recorded.FailedHash && status.Commit == recorded.Commit
-	if lagging && same && recorded.Phase != "" && status.Phase != PhaseDegraded {
+	if lagging && same && recorded.Phase != "" && status.Phase != PhaseDegraded && !opening(recorded) {
 		status.Phase, status.Message = recorded.Phase, recorded.Message
 	}
+}
+
+// idle reports whether d asks for no pods and, by its last status, runs
+// none.
+func idle(d *appsv1.Deployment) bool {
+	return liveReplicas(d) == 0 && d.Status.Replicas == 0
 }
 
 // caughtUp reports whether the Deployment controller has observed d's latest

@@ -86,9 +86,20 @@ func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	status.Commit = RevisionCommit(recorded, hash, commit)
 	if decision.Action == RevisionNew {
 		status = Status{Revision: decision.Revision, Hash: hash, FailedHash: recorded.FailedHash, StableHash: recorded.StableHash, Commit: commit,
-			Phase: PhaseProgressing, Message: fmt.Sprintf("rolling out revision %d", decision.Revision)}
+			Phase: PhaseProgressing, Message: openingMessage(decision.Revision)}
 	}
 	return status, decision
+}
+
+// openingMessage is the message a new revision starts with (see HandOver).
+func openingMessage(revision int64) string {
+	return fmt.Sprintf("rolling out revision %d", revision)
+}
+
+// opening reports whether s is a revision's opening status, which the
+// first plan of the revision replaces.
+func opening(s Status) bool {
+	return s.Phase == PhaseProgressing && s.Message == openingMessage(s.Revision)
 }
 
 // RevisionCommit is the commit a workload records for Git's template of
