@@ -12,11 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/takeover"
 )
 
 // ReasonAdopted is the Event reason of a Deployment that ran before Git
 // named it (created by kubectl or Helm) and that the controller took over.
 const ReasonAdopted = "Adopted"
+
+// adoptAttempts bounds the reads and patches that take kubectl's fields
+// of an adopted Deployment over when each conflicts with a change made
+// since the read (the Deployment controller's status writes).
+const adoptAttempts = 3
 
 // adopt takes over the Deployment <name> of a workload when it runs
 // already but was not written by plimsoll: created by `kubectl apply` or
@@ -61,6 +67,9 @@ func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deploym
 	if err != nil {
 		return err
 	}
+	if adopted, err = c.takeOverCreator(ctx, adopted); err != nil {
+		return err
+	}
 	c.written.wrote(adopted)
 	w.deploys[adopted.Name] = adopted
 	rsets, err := c.labelReplicaSets(ctx, adopted, w.name)
@@ -72,6 +81,37 @@ func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deploym
 	c.eventFor(ctx, adopted, corev1.EventTypeNormal, ReasonAdopted,
 		fmt.Sprintf("took over Deployment %s, which plimsoll did not create; its pods keep running", adopted.Name))
 	return nil
+}
+
+// takeOverCreator gives the controller the fields that kubectl owns on
+// Deployment d, just adopted, and returns d as stored (see takeover.Patch):
+// the values stay as they run, no pod changes. kubectl owns them because
+// it created d (`kubectl apply`, `kubectl create`), and it would go on
+// co-owning each field plimsoll writes with the same value: once plimsoll
+// has stamped the template, that ownership reads as a change by hand (see
+// runsGit), and Git's template was written again over a canary's
+// hand-over, replacing the pods it had just handed over. After this, a
+// field kubectl owns is one kubectl set since. A conflict is a change
+// made since d was read: d is read again, up to adoptAttempts times.
+func (c *Controller) takeOverCreator(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	for range adoptAttempts {
+		patch, err := takeover.Patch(d, FieldManager)
+		if err != nil || patch == nil {
+			return d, err
+		}
+		out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager})
+		if err == nil {
+			return out, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("take over the fields kubectl set on Deployment %s: %w", d.Name, err)
+		}
+		if d, err = c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("read Deployment %s to take over kubectl's fields: %w", d.Name, err)
+		}
+	}
+	return d, nil
 }
 
 // labelDeployment sets labels on Deployment d, unless it has them.

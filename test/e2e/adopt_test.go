@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plimsoll.dev/plimsoll/rollout"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
@@ -40,6 +41,17 @@ func TestAdoptKubectlDeployment(t *testing.T) {
 	waitForReadyPods(t, s.ns, "app=web", 4)
 	checkPods(t, s.ns, "app=web", 4, "registry.example/web:v2")
 	checkMinReady(t, endpoints, mark, 4)
+	// kubectl created web and so owned its fields: nothing of that is a
+	// change by hand, to be put back.
+	list, err := suite.client.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{rollout.ReasonTemplateRestored, rollout.ReasonScaleRestored} {
+		if msgs := eventMessages(list.Items, reason); len(msgs) > 0 {
+			t.Errorf("%s Events on web, which no one changed by hand: %q", reason, msgs)
+		}
+	}
 }
 
 // TestAdoptHelmRelease takes over a Deployment that a Helm release
