@@ -481,6 +481,12 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}
+	if historyPending(o.ReplicaSets, o.Stable) {
+		// 6. of a hand-over: its history is the stable's again before the
+		// revision is Healthy, so that `kubectl rollout undo` has it.
+		status.Phase, status.Message = PhaseProgressing, handOverMessage(revision)
+		return plan
+	}
 	status.Phase, status.Message = PhaseHealthy, fmt.Sprintf("%s: %s", revision, availability(o.Stable, n))
 	return plan
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -261,6 +262,26 @@ func heldOut(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (back []HeldOut, 
 		}
 	}
 	return back, drop
+}
+
+// historyPending reports whether a ReplicaSet of rsets that a hand-over
+// held out of Deployment d (see HeldOut) is not d's again yet: still held
+// out, or given back and not yet adopted by the Deployment controller (no
+// owner, and d's selector selects it). One being deleted is not.
+func historyPending(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) bool {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return false
+	}
+	for _, rs := range rsets {
+		if rs.DeletionTimestamp != nil || metav1.GetControllerOf(rs) != nil {
+			continue
+		}
+		if key, _ := heldLabel(rs); key != "" || sel.Matches(labels.Set(rs.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // adoptable reports whether a ReplicaSet of rsets without an owner runs

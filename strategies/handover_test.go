@@ -53,6 +53,7 @@ func TestPlanHandOver(t *testing.T) {
 		r.Annotations = map[string]string{contract.AnnotationHeldOut: "app=web"}
 	}
 	deleting := func(r *appsv1.ReplicaSet) { r.DeletionTimestamp = &metav1.Time{Time: t0} }
+	workloadRS := func(r *appsv1.ReplicaSet) { r.Labels[contract.LabelWorkload] = "web" }
 	canaryRS := rs("web-canary-7d9c556656", pausedCanary, pausedCanary.Spec.Template)
 	orphanRS := rs("web-canary-7d9c556656", nil, pausedCanary.Spec.Template)
 	adoptedRS := rs("web-canary-7d9c556656", handed, pausedCanary.Spec.Template)
@@ -119,8 +120,14 @@ func TestPlanHandOver(t *testing.T) {
 			want:  want{stablePaused: &no, restore: held, deleteReplicaSets: []string{rolledBackTo.Name}, phase: PhaseProgressing}},
 		{name: "6. nothing to adopt (deleted by hand): the stable is resumed to make its own", stable: handed,
 			rsets: []*appsv1.ReplicaSet{stableReleased}, want: want{stablePaused: &no, phase: PhaseProgressing}},
-		{name: "6. resumed before the history came back (a restart): it comes back", stable: resumed,
-			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, want: want{stableReplicas: &four, restore: held, phase: PhaseHealthy}},
+		{name: "6. resumed before the history came back (a restart): it comes back, not Healthy yet", stable: resumed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, want: want{stableReplicas: &four, restore: held, phase: PhaseProgressing}},
+		{name: "6. the history given back, not adopted yet: not Healthy yet", stable: resumed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, rs("web-5f6d7c8b9a", nil, stableAt(0).Spec.Template, workloadRS)},
+			want:  want{stableReplicas: &four, phase: PhaseProgressing}},
+		{name: "6. the history adopted again: Healthy", stable: resumed,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, rs("web-5f6d7c8b9a", resumed, stableAt(0).Spec.Template, workloadRS)},
+			want:  want{stableReplicas: &four, phase: PhaseHealthy}},
 		{name: "a ReplicaSet being deleted is no history to give back", stable: resumed,
 			rsets: []*appsv1.ReplicaSet{adoptedRS, rs("web-5f6d7c8b9a", nil, stableAt(0).Spec.Template, heldOutRS, deleting)},
 			want:  want{stableReplicas: &four, phase: PhaseHealthy}},
