@@ -105,11 +105,13 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	// it: one write of the canary and one sync of the Deployment
 	// controller fewer per promotion. One with pods of an earlier
 	// template left (its own rollout under way) would stop that rollout
-	// paused, and is paused only once it runs N of its template.
+	// paused, and is paused only once it runs N of its template. Step 2
+	// waits for N canary pods serving; once it has begun (the stable
+	// paused), a canary pod that restarts holds nothing up, as before.
 	serving := label(&plan, o.Pods, n)
 	size := n + unlabelled(o.Pods)
 	done := serving == n && fullyAvailable(o.Canary, size)
-	if !o.Canary.Spec.Paused || !done {
+	if !o.Canary.Spec.Paused || !done && !o.Stable.Spec.Paused {
 		plan.CanaryReplicas = &size
 		if !o.Canary.Spec.Paused && (done || oneTemplate(o.Canary)) {
 			plan.CanaryPaused = &yes
