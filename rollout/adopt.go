@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/internal/takeover"
 )
 
 // ReasonAdopted is the Event reason of a Deployment that ran before Git
@@ -95,16 +94,13 @@ func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deploym
 // made since d was read: d is read again, up to adoptAttempts times.
 func (c *Controller) takeOverCreator(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	for range adoptAttempts {
-		patch, err := takeover.Patch(d, FieldManager)
-		if err != nil || patch == nil {
-			return d, err
-		}
-		out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
-			metav1.PatchOptions{FieldManager: FieldManager})
-		if err == nil {
+		out, err := c.takeKubectlFields(ctx, d)
+		switch {
+		case err == nil && out == nil:
+			return d, nil
+		case err == nil:
 			return out, nil
-		}
-		if !apierrors.IsConflict(err) {
+		case !apierrors.IsConflict(err):
 			return nil, fmt.Errorf("take over the fields kubectl set on Deployment %s: %w", d.Name, err)
 		}
 		if d, err = c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{}); err != nil {

@@ -283,16 +283,14 @@ func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.D
 	case fresh.ResourceVersion != live.ResourceVersion, fresh.Annotations[contract.AnnotationCommand] != "":
 		return want, nil
 	}
-	patch, err := takeover.Patch(fresh, FieldManager)
-	if err != nil || patch == nil {
-		return want, err
-	}
-	out, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	out, err := c.takeKubectlFields(ctx, fresh)
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return want, nil
 	case err != nil:
 		return nil, fmt.Errorf("take over the fields kubectl set on Deployment %s: %w", live.Name, err)
+	case out == nil:
+		return want, nil
 	}
 	if want.ResourceVersion == "" {
 		return want, nil
@@ -300,4 +298,18 @@ func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.D
 	want = want.DeepCopy()
 	want.ResourceVersion = out.ResourceVersion
 	return want, nil
+}
+
+// takeKubectlFields sends the patch that gives the controller the fields
+// kubectl owns on Deployment d, as read (see takeover.Patch), and returns
+// d as stored; nil, and no error, when kubectl owns none. The patch
+// carries d's resourceVersion: the error is the API server's, for the
+// caller to judge a conflict.
+func (c *Controller) takeKubectlFields(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	patch, err := takeover.Patch(d, FieldManager)
+	if err != nil || patch == nil {
+		return nil, err
+	}
+	return c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
 }

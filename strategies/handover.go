@@ -111,7 +111,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	serving := label(&plan, o.Pods, n)
 	size := n + unlabelled(o.Pods)
 	done := serving == n && fullyAvailable(o.Canary, size)
-	if !o.Canary.Spec.Paused || !done && !o.Stable.Spec.Paused {
+	if !o.Canary.Spec.Paused || (!done && !o.Stable.Spec.Paused) {
 		plan.CanaryReplicas = &size
 		if !o.Canary.Spec.Paused && (done || oneTemplate(o.Canary)) {
 			plan.CanaryPaused = &yes

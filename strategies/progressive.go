@@ -123,7 +123,7 @@ func startStatus(desired Desired, recorded Status, decision RevisionDecision) St
 func keepWhileLagging(status *Status, recorded Status, deploys ...*appsv1.Deployment) {
 	lagging := false
 	for _, d := range deploys {
-		if d != nil && !caughtUp(d) && !idle(d) {
+		if d != nil && !caughtUp(d) && !scaledDown(d) {
 			lagging = true
 		}
 	}
@@ -132,12 +132,6 @@ func keepWhileLagging(status *Status, recorded Status, deploys ...*appsv1.Deploy
 	if lagging && same && recorded.Phase != "" && status.Phase != PhaseDegraded && !opening(recorded) {
 		status.Phase, status.Message = recorded.Phase, recorded.Message
 	}
-}
-
-// idle reports whether d asks for no pods and, by its last status, runs
-// none.
-func idle(d *appsv1.Deployment) bool {
-	return liveReplicas(d) == 0 && d.Status.Replicas == 0
 }
 
 // caughtUp reports whether the Deployment controller has observed d's latest
