@@ -34,7 +34,8 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	}
 	s.cfg.Metrics.objects(changes, pruned)
 	waits := describeWaits(pruned.Waiting)
-	s.applied = &appliedPass{commit: commit.Hash, plan: plan, waiting: len(pruned.Waiting) > 0}
+	scopes, complete := plan.Scopes()
+	s.applied = &appliedPass{commit: commit.Hash, scopes: scopes, complete: complete, waiting: len(pruned.Waiting) > 0}
 	if commit.Hash != prev.Commit || len(written) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,

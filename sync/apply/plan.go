@@ -6,7 +6,8 @@
 // An object is written only when Git changed it since the last sync (its
 // hash differs from the inventory's) or when the live object drifted from
 // it; every other object is left alone, so its resourceVersion stays the
-// same and a no-op sync costs one list per kind and namespace.
+// same and a no-op sync costs one list per kind and namespace (and per 250
+// objects of them).
 package apply
 
 import (
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/takeover"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -34,6 +36,11 @@ const (
 	DefaultFieldManager = "plimsoll"
 	// DefaultWorkers is how many requests run at once.
 	DefaultWorkers = 8
+
+	// listPage is how many objects a list of live objects asks for at
+	// once: a sync of 600 Deployments in one namespace reads them in 3
+	// pages, and decodes one page whole at a time.
+	listPage = 250
 
 	// hashBytes is the length of an object hash in bytes (80 bits: no
 	// collision among the objects of one repository in practice).
@@ -286,27 +293,55 @@ func (a *Applier) readLive(ctx context.Context, scopes []Scope) (map[manifest.Ke
 	return live, err
 }
 
-// listScopes lists the objects of each scope that opts selects and gives
-// each to add. A namespace that does not exist yet (this sync creates it)
-// holds nothing.
+// listScopes lists the objects of each scope that opts selects, a page
+// at a time (listPage), and gives each to add, trimmed (see trimLive). A
+// namespace that does not exist yet (this sync creates it) holds nothing.
 func (a *Applier) listScopes(ctx context.Context, scopes []Scope, opts metav1.ListOptions, add func(*unstructured.Unstructured)) error {
+	opts.Limit = listPage
 	for _, s := range scopes {
 		var client dynamic.ResourceInterface = a.reads().Resource(s.Resource)
 		if s.Namespace != "" {
 			client = a.reads().Resource(s.Resource).Namespace(s.Namespace)
 		}
-		list, err := client.List(ctx, opts)
-		if err != nil {
+		for opts.Continue = ""; ; {
+			list, err := client.List(ctx, opts)
 			if isNamespaceGone(err) {
-				continue // the namespace is created by this sync
+				break // the namespace is created by this sync
 			}
-			return fmt.Errorf("list %s in %q: %w", s.Resource.Resource, s.Namespace, err)
-		}
-		for i := range list.Items {
-			add(&list.Items[i])
+			if err != nil {
+				return fmt.Errorf("list %s in %q: %w", s.Resource.Resource, s.Namespace, err)
+			}
+			for i := range list.Items {
+				trimLive(&list.Items[i])
+				add(&list.Items[i])
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
 		}
 	}
 	return nil
+}
+
+// trimLive drops from a listed object what no step of a sync reads of
+// it: its status (never drift, see ignoredTopLevel; a hook or a CRD is
+// read again for its status) and, unless a kubectl command owns some of
+// its fields, its managedFields (read only to take those over, see
+// takeOverPatchOf). Both can be as large as the rest of the object, and a
+// sync holds every object it lists until it ends.
+func trimLive(obj *unstructured.Unstructured) {
+	delete(obj.Object, "status")
+	md, _ := obj.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		manager, _ := m["manager"].(string)
+		subresource, _ := m["subresource"].(string)
+		if takeover.ByHand(metav1.ManagedFieldsEntry{Manager: manager, Subresource: subresource}) {
+			return
+		}
+	}
+	delete(md, "managedFields")
 }
 
 // EntryOf is the inventory entry of an applied item.
