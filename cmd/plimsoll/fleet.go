@@ -96,7 +96,7 @@ func (o *runOptions) wireMany(log *slog.Logger, reg prometheus.Registerer, notif
 	}
 	clk := clock.RealClock{}
 	m := &many{o: o, k: k, log: log, clock: clk, statusNS: o.resolveStatusNamespace(), namespaces: namespaces,
-		watches: apply.NewWatches(k.metadata), checker: &declare.Checker{Client: k.client, Where: o.syncsNamespace},
+		watches: apply.NewWatches(k.metadata, rollout.FieldManager), checker: &declare.Checker{Client: k.client, Where: o.syncsNamespace},
 		events: events.New(k.client, clk, log, psync.Component, events.Wait), mu: identities{clients: map[string]kubernetes.Interface{}}}
 	var rolloutMetrics *rollout.Metrics
 	if reg != nil {

@@ -77,7 +77,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	restCfg, client, dyn, cached, mapper := k.rest, k.client, k.dynamic, k.discovery, k.mapper
 	var watch *apply.Watch
 	if !once {
-		watch = apply.NewWatch(k.metadata, o.syncName)
+		watch = apply.NewWatch(k.metadata, o.syncName, rollout.FieldManager)
 	}
 	statusNS := o.resolveStatusNamespace()
 	clk := clock.RealClock{}
