@@ -46,6 +46,8 @@ const (
 // cluster carries, and so are not in the reference.
 var internalKeys = map[string]string{
 	"plimsoll.dev/metadata-hash": "kept on the sync's in-memory copies of the objects it watches, never written",
+	"plimsoll.dev/writers-hash":  "kept on the sync's in-memory copies of the objects it watches, never written",
+	"plimsoll.dev/steering-hash": "kept on the sync's in-memory copies of the objects it watches, never written",
 }
 
 // reference is docs/reference.md read into the rows of its tables and its
