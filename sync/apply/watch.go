@@ -41,8 +41,8 @@ type Scope struct {
 // sync labelled, so that a poll of an unchanged commit can tell without a
 // request whether anything the sync wrote has changed since it last
 // looked. It counts changes; it keeps, per object, only its name,
-// resourceVersion, generation, its sync label and a hash of its labels
-// and annotations.
+// resourceVersion, generation, its sync label, a hash of its labels and
+// annotations and two of its managed fields (see Watches.slim).
 //
 // A change is what a sync would have to look at again: an object created
 // or deleted, its labels or annotations changed, or its spec (its
@@ -254,10 +254,10 @@ func (ws *Watches) updated(old, obj any) {
 // identity, resourceVersion, generation, its sync label, a hash of its
 // labels and annotations (in place of them: a
 // last-applied-configuration annotation can be as large as the object),
-// and two of its managed-fields entries of the object itself (not of its
-// status or scale): the steering manager's, and everyone else's. An entry
-// moves whenever its manager changes a value it owns (its time) or comes
-// to own other fields.
+// and two hashes of its managed-fields entries of the object itself (not
+// of its status or scale): the steering manager's, and everyone else's.
+// An entry moves whenever its manager changes a value it owns (its time)
+// or comes to own other fields.
 func (ws *Watches) slim(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
