@@ -36,8 +36,14 @@ func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, 
 
 // QueueSync queues every workload of sync name that the caches hold: a
 // replica that has just come to own the sync picks its rollouts up where
-// their annotations say they are.
+// their annotations say they are. It first forgets the intents it holds
+// of the sync's workloads: they are from a time it owned the sync before,
+// and another replica may have rolled a later commit out since. Taken
+// again, such an intent rolled a canary back to that earlier commit, and
+// promoted it at once, before this replica's first sync of the sync
+// handed the latest one over.
 func (c *Controller) QueueSync(name string) {
+	c.intents.keepOnly(nil, name)
 	selector := labels.SelectorFromSet(labels.Set{contract.LabelSync: name})
 	for _, v := range c.views {
 		deploys, err := v.deploys.List(selector)

@@ -12,6 +12,28 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
+// TestQueueSyncForgetsEarlierIntents: a replica that comes to own a sync
+// again holds no intent of its workloads from the time it owned it
+// before, and keeps those of other syncs.
+func TestQueueSyncForgetsEarlierIntents(t *testing.T) {
+	ctx := context.Background()
+	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler),
+		Owns: func(string) (func(), bool) { return func() {}, true }})
+	if err := c.ForSync("team-a").SyncDeployments(ctx, "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForSync("team-b").SyncDeployments(ctx, "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}); err != nil {
+		t.Fatal(err)
+	}
+	c.QueueSync("team-a")
+	if _, ok := c.intents.get("shop/web"); ok {
+		t.Error("team-a's workload web keeps the intent of commit c1 after team-a was gained again")
+	}
+	if _, ok := c.intents.get("shop/api"); !ok {
+		t.Error("team-b's workload api lost its intent when team-a was gained")
+	}
+}
+
 // deploymentOf is Git's Deployment name of sync syncName.
 func deploymentOf(syncName, name string) *appsv1.Deployment {
 	d := gitDeployment("v1", nil)

@@ -147,11 +147,13 @@ func (o *runOptions) runMany(ctx context.Context, log *slog.Logger, reg *prometh
 	return m.run(ctx)
 }
 
-// gained picks a sync up on this replica: its polls, and its workloads'
-// rollouts where their annotations say they are.
+// gained picks a sync up on this replica: its workloads' rollouts where
+// their annotations say they are, then its polls. The rollouts come
+// first: QueueSync forgets what the controller held of the sync from
+// before, which must not be what the sync's first poll hands over.
 func (m *many) gained(name string) {
-	m.fleet.Owned(name)
 	m.rollouts.QueueSync(name)
+	m.fleet.Owned(name)
 }
 
 // run runs the fleet until ctx ends: the rollout controller, the
