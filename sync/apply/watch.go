@@ -42,7 +42,7 @@ type Scope struct {
 // request whether anything the sync wrote has changed since it last
 // looked. It counts changes; it keeps, per object, only its name,
 // resourceVersion, generation, its sync label, a hash of its labels and
-// annotations and two of its managed fields (see Watches.slim).
+// annotations and two hashes of its managed fields (see Watches.slim).
 //
 // A change is what a sync would have to look at again: an object created
 // or deleted, its labels or annotations changed, or its spec (its
@@ -90,16 +90,19 @@ type scopeWatch struct {
 // alone, to which a write of field manager steering alone is no change
 // (see Watch). It follows nothing until Follow.
 func NewWatch(client metadata.Interface, syncName, steering string) *Watch {
-	hub := &Watches{client: client, selector: contract.LabelSync + "=" + syncName, steering: steering,
-		scopes: map[Scope]*scopeWatch{}, changes: map[string]*atomic.Uint64{}}
-	return hub.For(syncName)
+	return newWatches(client, contract.LabelSync+"="+syncName, steering).For(syncName)
 }
 
 // NewWatches returns the Watches of every object labelled
 // plimsoll.dev/sync, to be shared by the syncs of a daemon (see For),
 // to which a write of field manager steering alone is no change.
 func NewWatches(client metadata.Interface, steering string) *Watches {
-	return &Watches{client: client, selector: contract.LabelSync, steering: steering,
+	return newWatches(client, contract.LabelSync, steering)
+}
+
+// newWatches returns Watches of the objects selector selects.
+func newWatches(client metadata.Interface, selector, steering string) *Watches {
+	return &Watches{client: client, selector: selector, steering: steering,
 		scopes: map[Scope]*scopeWatch{}, changes: map[string]*atomic.Uint64{}}
 }
 
