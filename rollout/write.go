@@ -19,6 +19,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -206,6 +207,19 @@ func specHolds(live, want *appsv1.Deployment) bool {
 	}
 	if live.Spec.Paused != want.Spec.Paused {
 		return false
+	}
+	// Git's spec leaves out what the API server defaults. Filled in as
+	// the API server fills it in, it is the live spec in the common case,
+	// and two structs compare for much less than the conversions below:
+	// they took 14% of the daemon's CPU in a canary rollout of 300
+	// workloads, at every reconcile of each Deployment. Equal is enough
+	// (defaults only fill fields want leaves out); unequal is not, as a
+	// quantity or an empty list written in another form than the API
+	// server's, or a field another writer added, differ here and not there.
+	full := defaulted(want.Spec)
+	full.Template = podtemplate.Defaulted(full.Template)
+	if reflect.DeepEqual(live.Spec, full) {
+		return true
 	}
 	got, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(&live.Spec)
 	exp, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(&want.Spec)

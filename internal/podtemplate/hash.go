@@ -75,6 +75,19 @@ func Normalize(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return n
 }
 
+// Defaulted returns a deep copy of t with every field the API server
+// (v1.36) defaults in a Deployment's pod template and t leaves out filled
+// in with its default (see setPodSpecDefaults), and nothing else changed:
+// no label or annotation dropped, no quantity or empty list rewritten. A
+// template written from t is stored as Defaulted(t) gives it, unless t
+// writes a quantity or an empty list in another form than the API server
+// returns it, or an admission webhook changed it.
+func Defaulted(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	d := *t.DeepCopy()
+	setPodSpecDefaults(&d.Spec)
+	return d
+}
+
 // Stamp returns a deep copy of t with its Hash written into the
 // template annotation plimsoll.dev/template-hash, which does not count in
 // the hash. Writing templates stamped lets LiveHash read the hash back from

@@ -418,3 +418,26 @@ func TestStampAndLiveHash(t *testing.T) {
 		t.Errorf("LiveHash(unstamped) = %s, want Hash %s", got, hash)
 	}
 }
+
+func TestDefaultedIsTheTemplateAsStored(t *testing.T) {
+	git := parseTemplate(t, gitTemplate)
+	before := git.DeepCopy()
+	// liveTemplate, less what the controller adds and with memory
+	// written as Git writes it: the defaults alone.
+	want := parseTemplate(t, liveTemplate)
+	delete(want.Labels, contract.LabelWorkload)
+	delete(want.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(want.Annotations, contract.AnnotationTemplateHash)
+	want.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+
+	got := Defaulted(git)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Defaulted(gitTemplate) =\n%+v\nwant\n%+v", got.Spec, want.Spec)
+	}
+	if !reflect.DeepEqual(&git, before) {
+		t.Errorf("Defaulted modified its argument")
+	}
+	if !reflect.DeepEqual(Defaulted(got), got) {
+		t.Errorf("Defaulted(Defaulted(t)) != Defaulted(t)")
+	}
+}
