@@ -312,13 +312,31 @@ func ownReplicaSet(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) *appsv1.Rep
 
 // SameTemplate reports whether a ReplicaSet's template a is a Deployment's
 // template b, as the Deployment controller compares them: but for the
-// pod-template-hash label.
+// pod-template-hash label. It copies nothing: a and b are shallow
+// copies, so that the rest compares with their labels left out, and the
+// planners ask it of every ReplicaSet at every reconcile.
 func SameTemplate(a, b corev1.PodTemplateSpec) bool {
-	a, b = *a.DeepCopy(), *b.DeepCopy()
-	a.Labels, b.Labels = maps.Clone(a.Labels), maps.Clone(b.Labels)
-	delete(a.Labels, LabelPodTemplateHash)
-	delete(b.Labels, LabelPodTemplateHash)
+	if !equalBut(a.Labels, b.Labels, LabelPodTemplateHash) {
+		return false
+	}
+	a.Labels, b.Labels = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// equalBut reports whether maps a and b hold the same keys and values
+// but for key.
+func equalBut(a, b map[string]string, key string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; k != key && (!ok || w != v) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; k != key && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // olderReplicaSets returns the names of the ReplicaSets of rsets that

@@ -209,3 +209,52 @@ func withHashLabel(t corev1.PodTemplateSpec, hash string) corev1.PodTemplateSpec
 	t.Labels[LabelPodTemplateHash] = hash
 	return t
 }
+
+// TestSameTemplate compares templates as the Deployment controller does
+// (EqualIgnoreHash): the pod-template-hash label aside, every label,
+// annotation and field counts, and neither argument changes.
+func TestSameTemplate(t *testing.T) {
+	base := func() corev1.PodTemplateSpec {
+		tmpl := podtemplate.Stamp(v4)
+		tmpl.Labels = map[string]string{"app": "web", LabelPodTemplateHash: "5d9f8b7c4"}
+		return tmpl
+	}
+	tests := []struct {
+		name string
+		edit func(*corev1.PodTemplateSpec)
+		same bool
+	}{
+		{"identical", func(*corev1.PodTemplateSpec) {}, true},
+		{"another pod-template-hash", func(p *corev1.PodTemplateSpec) { p.Labels[LabelPodTemplateHash] = "7c4d9f8b5" }, true},
+		{"no pod-template-hash", func(p *corev1.PodTemplateSpec) { delete(p.Labels, LabelPodTemplateHash) }, true},
+		{"no labels but the hash against none", func(p *corev1.PodTemplateSpec) { p.Labels = map[string]string{LabelPodTemplateHash: "x"} }, false},
+		{"another label value", func(p *corev1.PodTemplateSpec) { p.Labels["app"] = "api" }, false},
+		{"a label more", func(p *corev1.PodTemplateSpec) { p.Labels[contract.LabelServing] = "true" }, false},
+		{"a label less", func(p *corev1.PodTemplateSpec) { delete(p.Labels, "app") }, false},
+		{"an annotation more", func(p *corev1.PodTemplateSpec) { p.Annotations["team"] = "payments" }, false},
+		{"another image", func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "web:5" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := base(), base()
+			tt.edit(&b)
+			beforeA, beforeB := a.DeepCopy(), b.DeepCopy()
+			if got := SameTemplate(a, b); got != tt.same {
+				t.Errorf("SameTemplate(a, b) = %v, want %v", got, tt.same)
+			}
+			if got := SameTemplate(b, a); got != tt.same {
+				t.Errorf("SameTemplate(b, a) = %v, want %v", got, tt.same)
+			}
+			if !reflect.DeepEqual(&a, beforeA) || !reflect.DeepEqual(&b, beforeB) {
+				t.Errorf("SameTemplate changed its arguments")
+			}
+		})
+	}
+	// Labels holding only the hash are none, as nil and empty maps are
+	// equal to the Deployment controller.
+	a, b := base(), base()
+	a.Labels, b.Labels = map[string]string{LabelPodTemplateHash: "x"}, nil
+	if !SameTemplate(a, b) {
+		t.Errorf("SameTemplate(hash label only, no labels) = false, want true")
+	}
+}
