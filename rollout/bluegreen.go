@@ -191,13 +191,13 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			}
 			want = derived(git, git.Name+color.Suffix(), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, replicas)
 			if live != nil {
-				want.ObjectMeta = refresh(live, git).ObjectMeta
+				want.ObjectMeta = c.refreshed(live, git).ObjectMeta
 			}
 			if !stampedWith(live, desired) { // else changed by hand: the same revision
 				setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 			}
 		case live != nil:
-			want = refresh(live, git)
+			want = c.refreshed(live, git)
 		default:
 			continue
 		}

@@ -123,7 +123,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		stable = derived(git, git.Name, nil, servingTemplate(git), state.Replicas)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 	default:
-		stable = refresh(cy.stable, git)
+		stable = c.refreshed(cy.stable, git)
 		switch {
 		case stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired):
 			// Git's revision serves, its template changed by hand: Git's
@@ -164,7 +164,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		// Paused by a hand-over (see strategies.planHandOver), which goes
 		// through with the template it has; a new revision's template goes
 		// to the canary made after it.
-		want = refresh(live, git)
+		want = c.refreshed(live, git)
 	case decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
 		replicas, track := int32(0), cy.w.newCanaryTrack()
 		if live != nil {
@@ -172,13 +172,13 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		}
 		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: track}, canaryTemplate(git), replicas)
 		if live != nil {
-			want.ObjectMeta = refresh(live, git).ObjectMeta
+			want.ObjectMeta = c.refreshed(live, git).ObjectMeta
 		}
 		if !stampedWith(live, desired) { // else changed by hand: the same revision
 			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 		}
 	case live != nil:
-		want = refresh(live, git)
+		want = c.refreshed(live, git)
 	}
 	if want != nil {
 		stamp(want, annotations, strategies.RoleCanary)

@@ -301,3 +301,36 @@ func TestServingDeployment(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffWriteDropsWhatGitDropped: a label and an annotation the
+// controller wrote from Git and Git no longer sets are not in the write
+// diff dry-runs, as they are not in the controller's; one kubectl set
+// stays.
+func TestDiffWriteDropsWhatGitDropped(t *testing.T) {
+	canary := map[string]string{contract.AnnotationStrategy: contract.StrategyCanary}
+	before := diffGit("web:v1", map[string]string{contract.AnnotationStrategy: contract.StrategyCanary, "owner": "alice"})
+	before.Labels = map[string]string{"app": "web", "team": "payments"}
+	live := diffLive(before, "web", contract.RoleStable, map[string]string{contract.LabelServing: "true"}, strategies.Status{Revision: 1, Hash: "abc", Phase: strategies.PhaseHealthy})
+	live.Labels["by-hand"] = "yes"
+	live.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:app":{},"f:team":{}},"f:annotations":{"f:owner":{}}}}`)}},
+		{Manager: "kubectl-label", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`)}},
+	}
+	git := diffGit("web:v1", canary)
+	git.Labels = map[string]string{"app": "web"}
+	got, _, err := diffWrite(git, live, false, "0123456 v2")
+	if err != nil {
+		t.Fatalf("diffWrite: %v", err)
+	}
+	if _, ok := got.Labels["team"]; ok {
+		t.Errorf("labels %v, want team gone with Git", got.Labels)
+	}
+	if _, ok := got.Annotations["owner"]; ok {
+		t.Errorf("annotation owner=%q, want it gone with Git", got.Annotations["owner"])
+	}
+	if got.Labels["app"] != "web" || got.Labels["by-hand"] != "yes" {
+		t.Errorf("labels %v, want Git's app and kubectl's by-hand kept", got.Labels)
+	}
+}

@@ -70,6 +70,17 @@ func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 	return d
 }
 
+// refreshed is refresh without the labels and annotations that the
+// controller wrote from Git onto live and git no longer sets (see
+// handEdits.dropped): Git's metadata replaces what Git wrote before,
+// where refresh alone only adds to it.
+func (c *Controller) refreshed(live, git *appsv1.Deployment) *appsv1.Deployment {
+	d := refresh(live, git)
+	labels, annotations := c.hand.dropped(live, git)
+	dropKeys(d, labels, annotations)
+	return d
+}
+
 // servingTemplate is Git's template labelled serving: what canary
 // workload git's stable Deployment runs of Git's revision, once labelled
 // with the workload and stamped (see workloadTemplate), as creating the

@@ -54,6 +54,20 @@ func (c *Controller) reconcileRolling(ctx context.Context, w *workload, in inten
 // holds all of that already.
 func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, live *appsv1.Deployment) error {
 	git := in.git
+	if labels, annotations := c.hand.dropped(live, git); len(labels) > 0 || len(annotations) > 0 {
+		// An apply removes what it no longer sends, but only once it
+		// applies (nothing else may have changed), and only of what its
+		// applies set (not what a canary's writes set before a switch):
+		// the keys go in a write of their own.
+		want := live.DeepCopy()
+		dropKeys(want, labels, annotations)
+		out, err := c.patchDeployment(ctx, live, want, false)
+		if err != nil {
+			return err
+		}
+		c.written.wrote(out)
+		live = out
+	}
 	recorded := strategies.Status{}
 	if live != nil {
 		var err error

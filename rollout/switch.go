@@ -234,7 +234,7 @@ func (c *Controller) forgetDeployment(ns, name string) {
 	c.written.forget(ns, name)
 	c.specs.forget(ns, name)
 	c.templates.forget(ns, name)
-	c.hand.forgetScaledBy(ns, name)
+	c.hand.forget(ns, name)
 }
 
 // retireBefore retires what the strategy before target left of workload

@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -79,7 +81,9 @@ func setTrim(hand *handEdits, informers ...cache.SharedIndexInformer) {
 // an autoscaler), by namespace/name, with the uid and resourceVersion that
 // say so. It holds an entry only while one of them is so, which is rare
 // and short for the template (see runsGit), and lasts for a Deployment an
-// autoscaler scales: one small entry each.
+// autoscaler scales: one small entry each. It also keeps which labels and
+// annotations the controller wrote from Git, so that those Git drops go
+// (see dropped).
 type handEdits struct {
 	mu sync.Mutex
 	by map[string]handEdit
@@ -90,6 +94,22 @@ type handEdits struct {
 	// and the count would no longer read as set by hand when it is put
 	// back.
 	unrestored map[string]scaledCount
+	// written holds, by namespace/name, the labels and annotations of a
+	// Deployment that the controller wrote and that are not its own keys
+	// (see gitKeys), as the version the informer saw tells: one entry per
+	// Deployment with such keys, a few names each.
+	written map[string]gitKeys
+}
+
+// gitKeys are the labels and annotations of the version resourceVersion
+// of the Deployment of uid that the controller wrote, but for its own
+// (plimsoll.dev/ keys, kubernetes.io/change-cause): Git's, as a write from
+// a commit set them, unless another writer set them to another value
+// since.
+type gitKeys struct {
+	uid                 types.UID
+	resourceVersion     string
+	labels, annotations []string
 }
 
 // scaledCount is who set the count of a Deployment of uid outside Git.
@@ -115,7 +135,7 @@ type handEdit struct {
 }
 
 func newHandEdits() *handEdits {
-	return &handEdits{by: map[string]handEdit{}, unrestored: map[string]scaledCount{}}
+	return &handEdits{by: map[string]handEdit{}, unrestored: map[string]scaledCount{}, written: map[string]gitKeys{}}
 }
 
 // note records whether kubectl owns a field of the pod template of obj, a
@@ -127,15 +147,18 @@ func (h *handEdits) note(obj any) {
 	if !ok || len(d.ManagedFields) == 0 {
 		return
 	}
-	e := handEdit{uid: d.UID, resourceVersion: d.ResourceVersion, template: takeover.ByHandUnder(d.ManagedFields, "spec", "template")}
-	if owner := takeover.OwnerOf(d.ManagedFields, "spec", "replicas"); owner != FieldManager {
+	fields := takeover.Decode(d.ManagedFields)
+	e := handEdit{uid: d.UID, resourceVersion: d.ResourceVersion, template: fields.ByHandUnder("spec", "template")}
+	if owner := fields.OwnerOf("spec", "replicas"); owner != FieldManager {
 		e.scaledBy = owner
 	}
 	for _, key := range []string{contract.AnnotationMessage, contract.AnnotationPhase, contract.AnnotationRevision} {
-		if owner := takeover.OwnerOf(d.ManagedFields, "metadata", "annotations", key); owner != FieldManager && owner != "" {
+		if owner := fields.OwnerOf("metadata", "annotations", key); owner != FieldManager && owner != "" {
 			e.statusBy = owner
 		}
 	}
+	g := gitKeys{uid: d.UID, resourceVersion: d.ResourceVersion}
+	g.labels, g.annotations = writtenKeys(fields)
 	key := d.Namespace + "/" + d.Name
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -143,6 +166,69 @@ func (h *handEdits) note(obj any) {
 		h.by[key] = e
 	} else {
 		delete(h.by, key)
+	}
+	if len(g.labels) > 0 || len(g.annotations) > 0 {
+		h.written[key] = g
+	} else {
+		delete(h.written, key)
+	}
+}
+
+// writtenKeys returns the labels and annotations that the controller
+// owns by fields, a Deployment's managed fields, but for its own keys:
+// those of plimsoll.dev/ (status, state, and the rollout inputs, which
+// refresh drops itself when Git does) and kubernetes.io/change-cause,
+// which it writes from the commit.
+func writtenKeys(fields takeover.Fields) (labels, annotations []string) {
+	notOwn := func(k string) bool { return strings.HasPrefix(k, contract.Prefix) || k == AnnotationChangeCause }
+	labels = slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "labels"), notOwn)
+	annotations = slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "annotations"), notOwn)
+	return labels, annotations
+}
+
+// dropped returns the labels and annotations of live that the controller
+// wrote from Git, as the version of live the informer noted tells, and
+// that git, the workload's Deployment in the latest commit, no longer
+// sets (see droppedKeys). Nothing is dropped of a version not noted (one
+// the controller just wrote): the next reconcile, from the informer's
+// copy, drops it.
+func (h *handEdits) dropped(live, git *appsv1.Deployment) (labels, annotations []string) {
+	if live == nil {
+		return nil, nil
+	}
+	h.mu.Lock()
+	g, ok := h.written[live.Namespace+"/"+live.Name]
+	h.mu.Unlock()
+	if !ok || g.uid != live.UID || g.resourceVersion != live.ResourceVersion {
+		return nil, nil
+	}
+	return droppedKeys(g.labels, live.Labels, git.Labels), droppedKeys(g.annotations, live.Annotations, git.Annotations)
+}
+
+// droppedKeys returns the keys of written, those the controller wrote of
+// a live map (labels or annotations), that the live map holds and Git's
+// no longer does: a write of Git's Deployment removes them, as an apply
+// removes a field it no longer sends. A key that another writer set
+// (`kubectl label`, the Deployment controller's revision) is not the
+// controller's to remove.
+func droppedKeys(written []string, live, git map[string]string) []string {
+	var out []string
+	for _, k := range written {
+		_, inLive := live[k]
+		if _, inGit := git[k]; inLive && !inGit {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// dropKeys removes labels and annotations from d.
+func dropKeys(d *appsv1.Deployment, labels, annotations []string) {
+	for _, k := range labels {
+		delete(d.Labels, k)
+	}
+	for _, k := range annotations {
+		delete(d.Annotations, k)
 	}
 }
 
@@ -194,7 +280,7 @@ func (h *handEdits) scaledBy(d *appsv1.Deployment) string {
 }
 
 // keepScaledBy remembers that d's count, set by by, is still to be put
-// back; forgetScaledBy that it was, or that d is gone.
+// back; forgetScaledBy that it was.
 func (h *handEdits) keepScaledBy(d *appsv1.Deployment, by string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -205,4 +291,14 @@ func (h *handEdits) forgetScaledBy(ns, name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.unrestored, ns+"/"+name)
+}
+
+// forget drops what was noted of Deployment ns/name, deleted.
+func (h *handEdits) forget(ns, name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := ns + "/" + name
+	delete(h.by, key)
+	delete(h.unrestored, key)
+	delete(h.written, key)
 }

@@ -75,3 +75,84 @@ func TestTrimKeepsWhatThePlannersRead(t *testing.T) {
 		t.Errorf("Deployment after the trim:\n %+v\nwant\n %+v", obj, want)
 	}
 }
+
+// TestDroppedFromGit notes a Deployment whose labels and annotations
+// three writers set, and finds that only those the controller wrote and
+// Git no longer sets go: not its own status keys or change cause, not a
+// label kubectl set, not the Deployment controller's revision.
+
+// TestDroppedFromGit notes a Deployment whose labels and annotations
+// three writers set, and finds that only those the controller wrote and
+// Git no longer sets go: not its own status keys or change cause, not a
+// label kubectl set, not the Deployment controller's revision.
+func TestDroppedFromGit(t *testing.T) {
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "shop", UID: "uid-1", ResourceVersion: "7",
+		Labels: map[string]string{"app": "api", "team": "payments", contract.LabelWorkload: "api", "by-hand": "yes"},
+		Annotations: map[string]string{"owner": "alice", "kept": "x", AnnotationChangeCause: "abc1234 v2",
+			contract.AnnotationPhase: "Healthy", "deployment.kubernetes.io/revision": "2"},
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			managedEntry(FieldManager, "", `{"f:metadata":{"f:labels":{"f:app":{},"f:team":{},"f:plimsoll.dev/workload":{}},`+
+				`"f:annotations":{"f:owner":{},"f:kept":{},"f:kubernetes.io/change-cause":{}}}}`),
+			managedEntry(FieldManager, "status", `{"f:metadata":{"f:annotations":{"f:plimsoll.dev/phase":{}}}}`),
+			managedEntry("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`),
+			managedEntry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`),
+		}}}
+	git := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "shop",
+		Labels: map[string]string{"app": "api"}, Annotations: map[string]string{"kept": "x", contract.AnnotationStrategy: "canary"}}}
+
+	h := newHandEdits()
+	h.note(live.DeepCopy())
+	noted := live.DeepCopy()
+	noted.ManagedFields = nil // as the cache holds it
+	labels, annotations := h.dropped(noted, git)
+	if !reflect.DeepEqual(labels, []string{"team"}) || !reflect.DeepEqual(annotations, []string{"owner"}) {
+		t.Errorf("dropped = labels %q, annotations %q; want [team] and [owner]", labels, annotations)
+	}
+
+	newer := noted.DeepCopy()
+	newer.ResourceVersion = "8"
+	if labels, annotations := h.dropped(newer, git); labels != nil || annotations != nil {
+		t.Errorf("dropped of a version not noted = %q, %q; want nothing", labels, annotations)
+	}
+	h.forget("shop", "api")
+	if labels, annotations := h.dropped(noted, git); labels != nil || annotations != nil {
+		t.Errorf("dropped after forget = %q, %q; want nothing", labels, annotations)
+	}
+}
+
+// BenchmarkNote measures what the cache's transform reads of the managed
+// fields of a Deployment as the controller and the Deployment controller
+// leave it, at each of its updates.
+func BenchmarkNote(b *testing.B) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "shop", UID: "uid-1", ResourceVersion: "7",
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			managedEntry(FieldManager, "", `{"f:metadata":{"f:annotations":{".":{},"f:kubernetes.io/change-cause":{},"f:plimsoll.dev/service":{},`+
+				`"f:plimsoll.dev/steps":{},"f:plimsoll.dev/strategy":{}},"f:labels":{".":{},"f:app":{},"f:plimsoll.dev/sync":{},"f:plimsoll.dev/workload":{}}},`+
+				`"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":`+
+				`{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},"f:template":{"f:metadata":{"f:annotations":{".":{},`+
+				`"f:plimsoll.dev/served":{},"f:plimsoll.dev/template-hash":{}},"f:labels":{".":{},"f:app":{},"f:plimsoll.dev/serving":{},`+
+				`"f:plimsoll.dev/workload":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"api\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},`+
+				`"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},`+
+				`"f:protocol":{}}},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},`+
+				`"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},`+
+				`"f:terminationGracePeriodSeconds":{}}}}}`),
+			managedEntry(FieldManager, "status", `{"f:metadata":{"f:annotations":{"f:plimsoll.dev/commit":{},"f:plimsoll.dev/message":{},`+
+				`"f:plimsoll.dev/phase":{},"f:plimsoll.dev/revision":{},"f:plimsoll.dev/role":{},"f:plimsoll.dev/template-hash":{}}}}`),
+			managedEntry("kube-controller-manager", "status", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}},`+
+				`"f:status":{"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Available\"}":{".":{},"f:lastTransitionTime":{},`+
+				`"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Progressing\"}":{".":{},`+
+				`"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},`+
+				`"f:observedGeneration":{},"f:readyReplicas":{},"f:replicas":{},"f:updatedReplicas":{}}}`),
+		}}}
+	h := newHandEdits()
+	for b.Loop() {
+		h.note(d)
+	}
+}
+
+// managedEntry is a managed-fields entry of an update by manager, through
+// subresource ("" for the object), owning fields.
+func managedEntry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+		APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}

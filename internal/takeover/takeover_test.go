@@ -1,6 +1,7 @@
 package takeover
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,5 +57,35 @@ func TestOwnerOf(t *testing.T) {
 	}
 	if got := OwnerOf(entries[:1], "spec", "replicas"); got != "" {
 		t.Errorf("owner of spec.replicas without kubectl's entry = %q, want none", got)
+	}
+}
+
+// TestOwnedKeys lists the labels and annotations one manager owns across
+// its entries (the object's and the status subresource's), and no other
+// manager's.
+func TestOwnedKeys(t *testing.T) {
+	entries := []metav1.ManagedFieldsEntry{
+		entry("plimsoll-rollout", "", `{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}},"f:annotations":{"f:team":{}}},"f:spec":{"f:replicas":{}}}`),
+		entry("plimsoll-rollout", "status", `{"f:metadata":{"f:annotations":{"f:team":{},"f:plimsoll.dev/phase":{}}}}`),
+		entry("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:by-hand":{}}}}`),
+		entry("kube-controller-manager", "status", `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`),
+		entry("plimsoll-rollout", "", `not json`),
+	}
+	for _, tc := range []struct {
+		manager, field string
+		want           []string
+	}{
+		{"plimsoll-rollout", "labels", []string{"app", "tier"}},
+		{"plimsoll-rollout", "annotations", []string{"team", "plimsoll.dev/phase"}},
+		{"kubectl-label", "labels", []string{"by-hand"}},
+		{"kubectl-label", "annotations", nil},
+		{"nobody", "labels", nil},
+	} {
+		got := OwnedKeys(entries, tc.manager, "metadata", tc.field)
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tc.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("OwnedKeys(%s, metadata.%s) = %q, want %q", tc.manager, tc.field, got, want)
+		}
 	}
 }
