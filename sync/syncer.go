@@ -194,6 +194,16 @@ type Syncer struct {
 	ancestry *ancestry
 }
 
+// Regained forgets what the Syncer knew of the cluster from an earlier
+// ownership of its sync, as a replica that gains the sync again must:
+// another replica ran it meanwhile, and may have applied other commits and
+// handed other Deployments over. The next poll syncs in full and hands the
+// head's Deployments over again, as at start. It is called from the
+// goroutine that polls, before the first poll of an ownership.
+func (s *Syncer) Regained() {
+	s.handedOff, s.applied, s.quiet, s.ancestry = "", nil, nil, nil
+}
+
 // New returns a Syncer; the zero fields of cfg take their defaults.
 func New(cfg Config) *Syncer {
 	if cfg.Interval <= 0 {

@@ -311,13 +311,18 @@ func (f *Fleet) process(ctx context.Context) bool {
 	return true
 }
 
-// prepare runs the sync's Prepare once per ownership.
+// prepare readies the sync once per ownership: its Syncer forgets what
+// an earlier ownership left it (see psync.Syncer.Regained), and Prepare
+// runs.
 func (f *Fleet) prepare(ctx context.Context, e *entry) error {
-	if e.prepared || e.sync.Prepare == nil {
+	if e.prepared {
 		return nil
 	}
-	if err := e.sync.Prepare(ctx); err != nil {
-		return err
+	e.sync.Syncer.Regained()
+	if e.sync.Prepare != nil {
+		if err := e.sync.Prepare(ctx); err != nil {
+			return err
+		}
 	}
 	f.mu.Lock()
 	e.prepared = true
