@@ -101,6 +101,9 @@ func workloadDeployments(t *testing.T, ns, describe string, cond func(d *appsv1.
 	var out []appsv1.Deployment
 	waitFor(t, describe, func(ctx context.Context) (bool, error) {
 		list, err := suite.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if ctx.Err() != nil {
+			return false, nil // the deadline: the last miss says what was left
+		}
 		if err != nil {
 			return false, err
 		}
@@ -112,7 +115,8 @@ func workloadDeployments(t *testing.T, ns, describe string, cond func(d *appsv1.
 				continue
 			}
 			if !cond(&d) {
-				return false, nil
+				// Not an error: the wait goes on, and names it if it times out.
+				return false, fmt.Errorf("Deployment %s: labels %v, annotations %v", d.Name, d.Labels, d.Annotations)
 			}
 			seen[workload] = true
 			out = append(out, d)
