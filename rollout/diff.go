@@ -164,8 +164,8 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		keepAnnotation(want, live, AnnotationChangeCause)
 	} else {
 		want, replace = refresh(live, git), true
-		labels, annotations := writtenKeys(takeover.Decode(live.ManagedFields))
-		dropKeys(want, droppedKeys(labels, live.Labels, git.Labels), droppedKeys(annotations, live.Annotations, git.Annotations))
+		labels, annotations := writtenKeys(takeover.Decode(live.ManagedFields)).dropped(live, git)
+		dropKeys(want, labels, annotations)
 		want.ManagedFields = nil
 		want.Spec.Replicas = git.Spec.Replicas
 	}

@@ -157,8 +157,8 @@ func (h *handEdits) note(obj any) {
 			e.statusBy = owner
 		}
 	}
-	g := gitKeys{uid: d.UID, resourceVersion: d.ResourceVersion}
-	g.labels, g.annotations = writtenKeys(fields)
+	g := writtenKeys(fields)
+	g.uid, g.resourceVersion = d.UID, d.ResourceVersion
 	key := d.Namespace + "/" + d.Name
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -179,19 +179,18 @@ func (h *handEdits) note(obj any) {
 // those of plimsoll.dev/ (status, state, and the rollout inputs, which
 // refresh drops itself when Git does) and kubernetes.io/change-cause,
 // which it writes from the commit.
-func writtenKeys(fields takeover.Fields) (labels, annotations []string) {
+func writtenKeys(fields takeover.Fields) gitKeys {
 	notOwn := func(k string) bool { return strings.HasPrefix(k, contract.Prefix) || k == AnnotationChangeCause }
-	labels = slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "labels"), notOwn)
-	annotations = slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "annotations"), notOwn)
-	return labels, annotations
+	return gitKeys{labels: slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "labels"), notOwn),
+		annotations: slices.DeleteFunc(fields.OwnedKeys(FieldManager, "metadata", "annotations"), notOwn)}
 }
 
 // dropped returns the labels and annotations of live that the controller
 // wrote from Git, as the version of live the informer noted tells, and
 // that git, the workload's Deployment in the latest commit, no longer
-// sets (see droppedKeys). Nothing is dropped of a version not noted (one
-// the controller just wrote): the next reconcile, from the informer's
-// copy, drops it.
+// sets (see gitKeys.dropped). Nothing is dropped of a version not noted
+// (one the controller just wrote): the next reconcile, from the
+// informer's copy, drops it.
 func (h *handEdits) dropped(live, git *appsv1.Deployment) (labels, annotations []string) {
 	if live == nil {
 		return nil, nil
@@ -202,6 +201,12 @@ func (h *handEdits) dropped(live, git *appsv1.Deployment) (labels, annotations [
 	if !ok || g.uid != live.UID || g.resourceVersion != live.ResourceVersion {
 		return nil, nil
 	}
+	return g.dropped(live, git)
+}
+
+// dropped returns the labels and annotations of g that live holds and
+// git no longer sets (see droppedKeys).
+func (g gitKeys) dropped(live, git *appsv1.Deployment) (labels, annotations []string) {
 	return droppedKeys(g.labels, live.Labels, git.Labels), droppedKeys(g.annotations, live.Annotations, git.Annotations)
 }
 
