@@ -46,7 +46,7 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if objs, err = s.scaleTargets(ctx, objs); err != nil {
 		return "", nil, err
 	}
-	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
+	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return "", nil, err
 	}

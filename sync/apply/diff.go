@@ -22,9 +22,10 @@ type ObjectDiff struct {
 // diffContext is how many unchanged lines surround each change.
 const diffContext = 3
 
-// Diff dry-runs every item of plan with server-side apply and returns, in
-// plan order, the diff of each object the apply would change, then those
-// the prune would delete. Fields the server keeps to itself
+// Diff dry-runs every item of plan, a plan of PlanDiff (which keeps the
+// live objects whole), with server-side apply and returns, in plan order,
+// the diff of each object the apply would change, then those the prune
+// would delete. Fields the server keeps to itself
 // (managedFields, resourceVersion, generation, uid, creationTimestamp,
 // status) are left out, so only what the sync changes shows.
 func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
