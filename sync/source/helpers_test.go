@@ -37,7 +37,7 @@ var testSignature = object.Signature{
 }
 
 // newBareRemote creates an empty bare repository whose HEAD is main.
-func newBareRemote(t *testing.T) (dir string, repo *git.Repository) {
+func newBareRemote(t testing.TB) (dir string, repo *git.Repository) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "remote.git")
 	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
@@ -52,14 +52,14 @@ func newBareRemote(t *testing.T) (dir string, repo *git.Repository) {
 
 // workClone is a working repository that commits and pushes to a remote.
 type workClone struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	repo *git.Repository
 }
 
 // newWorkClone creates an empty working repository on branch main whose
 // origin is the bare repository at remoteDir.
-func newWorkClone(t *testing.T, remoteDir string) *workClone {
+func newWorkClone(t testing.TB, remoteDir string) *workClone {
 	t.Helper()
 	dir := t.TempDir()
 	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{

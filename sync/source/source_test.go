@@ -67,6 +67,47 @@ func TestFetchSkipsServerWhenCommitIsLocal(t *testing.T) {
 	assertErr(t, err, "fetch main of "+url+": repository not found")
 }
 
+// TestLocalHeadFollowsTheRepository: a file URL's head follows the
+// repository from poll to poll: a push, a force-push, and the repository
+// replaced at the same path by one with a work tree, each seen at the
+// next Head, without an error.
+func TestLocalHeadFollowsTheRepository(t *testing.T) {
+	remoteDir, _ := newBareRemote(t)
+	work := newWorkClone(t, remoteDir)
+	first := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
+	work.push("refs/heads/main:refs/heads/main")
+	r := newRepo(t, Config{URL: "file://" + remoteDir})
+	ctx := context.Background()
+	head := func(want string) {
+		t.Helper()
+		got, err := r.Head(ctx)
+		if err != nil || got != want {
+			t.Fatalf("Head = %s, %v; want %s", got, err, want)
+		}
+	}
+	head(first)
+
+	second := work.commit("two", map[string]string{"a.yaml": "a: 2\n"}, nil)
+	work.push("refs/heads/main:refs/heads/main")
+	head(second)
+
+	rewrite := newWorkClone(t, remoteDir)
+	rewritten := rewrite.commit("new history", map[string]string{"a.yaml": "a: 3\n"}, nil)
+	rewrite.push("+refs/heads/main:refs/heads/main")
+	head(rewritten)
+
+	replacement := newWorkClone(t, remoteDir)
+	replaced := replacement.commit("replaced", map[string]string{"a.yaml": "a: 4\n"}, nil)
+	if err := os.RemoveAll(remoteDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(replacement.dir, remoteDir); err != nil {
+		t.Fatal(err)
+	}
+	head(replaced)
+	syncTo(t, r, replaced)
+}
+
 func TestReopenKeepsClone(t *testing.T) {
 	remoteDir, _ := newBareRemote(t)
 	work := newWorkClone(t, remoteDir)
