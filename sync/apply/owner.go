@@ -55,7 +55,7 @@ func originText(o manifest.Origin) string {
 }
 
 // checkOwners refuses the items that another sync owns. Only the items
-// not among this sync's own live objects (seen, listed by its label) can
+// without a live object among this sync's own (listed by its label) can
 // be another's: in a steady state there are none, and the check costs
 // nothing. For the others, one list per resource and namespace they are
 // in reads the objects labelled by any other sync
@@ -65,10 +65,10 @@ func originText(o manifest.Origin) string {
 // other names (its blue-green colors, its canary Deployment: labelled
 // plimsoll.dev/workload=<name>). Objects without the label (made with
 // kubectl or Helm) are no sync's, and are adopted.
-func (a *Applier) checkOwners(ctx context.Context, items []*Item, seen map[*Item]bool) error {
+func (a *Applier) checkOwners(ctx context.Context, items []*Item) error {
 	var unseen []*Item
 	for _, it := range items {
-		if it.Mapping != nil && !seen[it] {
+		if it.Mapping != nil && it.Live == nil {
 			unseen = append(unseen, it)
 		}
 	}
