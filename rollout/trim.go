@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/intern"
 	"plimsoll.dev/plimsoll/internal/takeover"
 )
 
@@ -61,17 +62,30 @@ func readyOnly(conditions []corev1.PodCondition) []corev1.PodCondition {
 }
 
 // setTrim installs trim on informers not yet started, noting in hand
-// what the Deployments' managed fields tell before trim drops them; it
-// fails only on a started informer, a defect.
+// what the Deployments' managed fields tell before trim drops them, and
+// keeping one copy of the label and annotation keys and short values of
+// all the caches (a pod's app and pod-template-hash, a Deployment's
+// plimsoll.dev/ keys, each decoded anew with every object); it fails
+// only on a started informer, a defect.
 func setTrim(hand *handEdits, informers ...cache.SharedIndexInformer) {
-	transform := func(obj any) (any, error) {
-		hand.note(obj)
-		return trim(obj)
-	}
+	transform := newTransform(hand)
 	for _, informer := range informers {
 		if err := informer.SetTransform(transform); err != nil {
 			panic(fmt.Sprintf("set the rollout controller's cache transform: %v", err))
 		}
+	}
+}
+
+// newTransform returns the caches' transform (see setTrim).
+func newTransform(hand *handEdits) cache.TransformFunc {
+	strs := intern.New()
+	return func(obj any) (any, error) {
+		hand.note(obj)
+		if m, err := meta.Accessor(obj); err == nil {
+			strs.Map(m.GetLabels())
+			strs.Map(m.GetAnnotations())
+		}
+		return trim(obj)
 	}
 }
 

@@ -2,8 +2,10 @@ package rollout
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +75,45 @@ func TestTrimKeepsWhatThePlannersRead(t *testing.T) {
 	want.ManagedFields = nil
 	if obj, _ := trim(d); !reflect.DeepEqual(obj, want) {
 		t.Errorf("Deployment after the trim:\n %+v\nwant\n %+v", obj, want)
+	}
+}
+
+// TestTransformSharesLabelStrings passes two pods of one ReplicaSet, as
+// decoded apart, through the caches' transform: their label keys and
+// values are then one copy each, and read as before.
+func TestTransformSharesLabelStrings(t *testing.T) {
+	decoded := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-7d4b9c-x", Namespace: "shop", Labels: map[string]string{
+			strings.Clone("app"): strings.Clone("web"), strings.Clone("pod-template-hash"): strings.Clone("7d4b9c"),
+		}}}
+	}
+	transform := newTransform(newHandEdits())
+	var pods []*corev1.Pod
+	for range 2 {
+		obj, err := transform(decoded())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, obj.(*corev1.Pod))
+	}
+	if !reflect.DeepEqual(pods[0].Labels, decoded().Labels) {
+		t.Fatalf("labels after the transform: %v, want %v", pods[0].Labels, decoded().Labels)
+	}
+	keyOf := func(m map[string]string, k string) string {
+		for key := range m {
+			if key == k {
+				return key
+			}
+		}
+		return ""
+	}
+	for _, k := range []string{"app", "pod-template-hash"} {
+		if unsafe.StringData(keyOf(pods[0].Labels, k)) != unsafe.StringData(keyOf(pods[1].Labels, k)) {
+			t.Errorf("label key %q: a copy per pod", k)
+		}
+		if unsafe.StringData(pods[0].Labels[k]) != unsafe.StringData(pods[1].Labels[k]) {
+			t.Errorf("label %q's value: a copy per pod", k)
+		}
 	}
 }
 

@@ -39,9 +39,12 @@ const (
 	DefaultWorkers = 8
 
 	// listPage is how many objects a list of live objects asks for at
-	// once: a sync of 600 Deployments in one namespace reads them in 3
-	// pages, and decodes one page whole at a time.
-	listPage = 250
+	// once: a sync of 600 Deployments in one namespace reads them in 6
+	// pages, and decodes one page whole at a time. A page of 100
+	// Deployments is ~0.6 MB of JSON and ~1.2 MB decoded; at 250 a page
+	// was ~4.5 MB of a 58 MB peak heap (300 canaries and 300 blue-green
+	// workloads, the sync's commit of all of them).
+	listPage = 100
 
 	// hashBytes is the length of an object hash in bytes (80 bits: no
 	// collision among the objects of one repository in practice).
@@ -303,8 +306,8 @@ func (a *Applier) decide(it *Item, inv inventory.Inventory) error {
 }
 
 // slim returns what the steps after a plan read of live, an item's live
-// object: its kind and identity (name, namespace, uid, resourceVersion,
-// labels). Its spec, data and annotations were read by the plan's
+// object: its kind and identity (name, namespace, uid, resourceVersion).
+// Its labels, spec, data and annotations were read by the plan's
 // decision, and go.
 func slim(live *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: map[string]any{}}
@@ -314,7 +317,6 @@ func slim(live *unstructured.Unstructured) *unstructured.Unstructured {
 	out.SetNamespace(live.GetNamespace())
 	out.SetUID(live.GetUID())
 	out.SetResourceVersion(live.GetResourceVersion())
-	out.SetLabels(live.GetLabels())
 	return out
 }
 

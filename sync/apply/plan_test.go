@@ -103,8 +103,11 @@ func TestPlanReadsLiveAPageAtATime(t *testing.T) {
 				}
 				continue
 			}
-			if it.Live.GetResourceVersion() != "7" || it.Live.GetLabels()[contract.LabelSync] != "prod" {
+			if it.Live.GetResourceVersion() != "7" || it.Live.GetName() != name || it.Live.GetKind() != "ConfigMap" {
 				t.Errorf("whole=%v: %s lost its identity: %v", whole, name, it.Live.Object)
+			}
+			if labelled := it.Live.GetLabels()[contract.LabelSync] == "prod"; labelled != whole {
+				t.Errorf("whole=%v: %s keeps its labels: %v", whole, name, labelled)
 			}
 			if _, ok := it.Live.Object["status"]; ok {
 				t.Errorf("whole=%v: %s keeps its status", whole, name)
