@@ -132,7 +132,7 @@ type Config struct {
 	ClientFor func(syncName string) kubernetes.Interface
 }
 
-// Controller is the embedded rollout controller: the DeploymentSink that
+// Controller is the embedded rollout controller: the sync.DeploymentSink that
 // takes the Deployments of each synced commit and the reconcile loop that
 // rolls them out. Workloads are keyed "namespace/name" and found by the
 // plimsoll.dev/workload label, which the controller puts on every

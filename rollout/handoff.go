@@ -13,23 +13,9 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// DeploymentSink takes the Deployments of a synced commit: the rollout
-// controller rolls them out instead of the sync applying them. The sync
-// engine calls CheckDeployment for every Deployment of a commit before
-// anything of it is applied (an error refuses the whole commit; services
-// names the Services of the Deployment's namespace that the commit
-// applies), and SyncDeployments once the commit's other objects are
-// applied, with each Deployment as in Git (its namespace and the
-// plimsoll.dev/sync label set), once per commit that changed it.
-type DeploymentSink interface {
-	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
-	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
-}
-
-var _ DeploymentSink = (*Controller)(nil)
-
 // SyncDeployments takes what Git asks of each workload, given every
-// Deployment of a commit once per commit: a Git Deployment that differs
+// Deployment of a commit once per commit (the controller is the sync's
+// sync.DeploymentSink, which cmd/plimsoll wires): a Git Deployment that differs
 // from the one held for its workload becomes the workload's intent (with
 // the commit it came from) and the workload is queued; the reconcile
 // writes what the intent changes. An unchanged one keeps the intent and

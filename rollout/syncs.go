@@ -18,7 +18,7 @@ import (
 // sync is owned, and its writes go out as its sync's identity
 // (Config.ClientFor).
 
-// SyncSink is the controller as the DeploymentSink of one sync among
+// SyncSink is the controller as the sync.DeploymentSink of one sync among
 // several: its hand-off forgets only the workloads of that sync that
 // left Git.
 type SyncSink struct {
@@ -26,7 +26,7 @@ type SyncSink struct {
 	sync string
 }
 
-// ForSync returns the DeploymentSink of sync name.
+// ForSync returns the sync.DeploymentSink of sync name.
 func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controller: c, sync: name} }
 
 // SyncDeployments is Controller.SyncDeployments for the sync's workloads.

@@ -68,8 +68,8 @@ type Source interface {
 }
 
 // DeploymentSink takes the Deployments of a synced commit: the rollout
-// controller rolls them out instead of sync applying them. The interface
-// mirrors the one package rollout implements; cmd/plimsoll wires the two.
+// controller rolls them out instead of sync applying them. Package
+// rollout's Controller implements it; cmd/plimsoll wires the two.
 //
 // CheckDeployment is asked about every Deployment of a commit before
 // anything of the commit is applied: an error (an unknown strategy, a bad
