@@ -256,10 +256,7 @@ func TestFSOpenFile(t *testing.T) {
 
 // The FS keeps working while the Repository fetches newer commits.
 func TestFSOutlivesFetch(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	first := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, work, first := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	r := newRepo(t, Config{URL: "file://" + remoteDir})
 	snap := syncTo(t, r, first)
 	second := work.commit("two", map[string]string{"a.yaml": "a: 2\n"}, nil)

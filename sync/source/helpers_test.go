@@ -112,6 +112,19 @@ func (w *workClone) commit(message string, files map[string]string, signer git.S
 	return h.String()
 }
 
+// newPushedRemote creates a bare remote and a work clone of it that
+// commits files with message (signed by signer when it is not nil) and
+// pushes them to main. It returns the remote's directory, the clone and
+// the commit's hash.
+func newPushedRemote(t testing.TB, message string, files map[string]string, signer git.Signer) (remoteDir string, work *workClone, head string) {
+	t.Helper()
+	remoteDir, _ = newBareRemote(t)
+	work = newWorkClone(t, remoteDir)
+	head = work.commit(message, files, signer)
+	work.push("refs/heads/main:refs/heads/main")
+	return remoteDir, work, head
+}
+
 // push pushes refspec to origin, forcing when it starts with "+".
 func (w *workClone) push(refspec string) {
 	w.t.Helper()

@@ -75,10 +75,7 @@ func (c *credentialCheck) lastUser() string {
 
 func TestHTTPAuth(t *testing.T) {
 	const canary = "CANARY-7f3a9c-secret"
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
 	check := &credentialCheck{token: "tok-good-123"}
 	url := serveGitHTTP(t, remoteDir, check.allow)
 
@@ -130,10 +127,7 @@ func TestHTTPRepositoryNotFound(t *testing.T) {
 }
 
 func TestHTTPIncrementalFetch(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	first := work.commit("one", map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, work, first := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"}, nil)
 	r := newRepo(t, Config{URL: serveGitHTTP(t, remoteDir, nil)})
 	syncTo(t, r, first)
 

@@ -14,10 +14,7 @@ import (
 )
 
 func TestHeadFetchSnapshot(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	first := work.commit("add web\n\nlonger body", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, work, first := newPushedRemote(t, "add web\n\nlonger body", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
 
 	r := newRepo(t, Config{URL: "file://" + remoteDir})
 	snap := syncTo(t, r, first)
@@ -42,10 +39,7 @@ func TestHeadFetchSnapshot(t *testing.T) {
 }
 
 func TestFetchSkipsServerWhenCommitIsLocal(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	url := "file://" + remoteDir
 	r := newRepo(t, Config{URL: url})
 	syncTo(t, r, head)
@@ -72,10 +66,7 @@ func TestFetchSkipsServerWhenCommitIsLocal(t *testing.T) {
 // replaced at the same path by one with a work tree, each seen at the
 // next Head, without an error.
 func TestLocalHeadFollowsTheRepository(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	first := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, work, first := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	r := newRepo(t, Config{URL: "file://" + remoteDir})
 	ctx := context.Background()
 	head := func(want string) {
@@ -109,10 +100,7 @@ func TestLocalHeadFollowsTheRepository(t *testing.T) {
 }
 
 func TestReopenKeepsClone(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	dir := filepath.Join(t.TempDir(), "clone")
 	syncTo(t, newRepo(t, Config{URL: "file://" + remoteDir, Dir: dir}), head)
 
@@ -135,10 +123,7 @@ func TestForcePush(t *testing.T) {
 		{name: "http", serve: func(t *testing.T, remoteDir string) string { return serveGitHTTP(t, remoteDir, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			remoteDir, _ := newBareRemote(t)
-			work := newWorkClone(t, remoteDir)
-			old := work.commit("old history", map[string]string{"app.yaml": "version: 1\n"}, nil)
-			work.push("refs/heads/main:refs/heads/main")
+			remoteDir, _, old := newPushedRemote(t, "old history", map[string]string{"app.yaml": "version: 1\n"}, nil)
 			r := newRepo(t, Config{URL: tc.serve(t, remoteDir)})
 			syncTo(t, r, old)
 
@@ -225,10 +210,7 @@ func TestBranchNotFound(t *testing.T) {
 }
 
 func TestFetchAndSnapshotErrors(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	url := "file://" + remoteDir
 	missing := strings.Repeat("a", 40)
 
@@ -276,10 +258,7 @@ func TestFetchAndSnapshotErrors(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"a.yaml": "a: 1\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"a.yaml": "a: 1\n"}, nil)
 	r := newRepo(t, Config{URL: "file://" + remoteDir})
 
 	var wg sync.WaitGroup

@@ -151,10 +151,7 @@ func serveSSHSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 
 func TestSSH(t *testing.T) {
 	const canary = "CANARY-ssh-passphrase-41b7"
-	remoteDir, _ := newBareRemote(t)
-	work := newWorkClone(t, remoteDir)
-	head := work.commit("one", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
-	work.push("refs/heads/main:refs/heads/main")
+	remoteDir, _, head := newPushedRemote(t, "one", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, nil)
 
 	hostKey := newSSHKey(t, "")
 	clientKey := newSSHKey(t, canary)

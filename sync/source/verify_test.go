@@ -79,10 +79,7 @@ func TestSignatureVerification(t *testing.T) {
 		{name: "no keys: unsigned accepted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			remoteDir, _ := newBareRemote(t)
-			work := newWorkClone(t, remoteDir)
-			head := work.commit("signed or not", map[string]string{"a.yaml": "a: 1\n"}, tc.signer)
-			work.push("refs/heads/main:refs/heads/main")
+			remoteDir, _, head := newPushedRemote(t, "signed or not", map[string]string{"a.yaml": "a: 1\n"}, tc.signer)
 			r := newRepo(t, Config{URL: "file://" + remoteDir, Keyring: tc.keyring, AllowedSigners: tc.signers})
 			snap, err := fetchSnapshot(r, head)
 			if tc.want == "" {
