@@ -29,14 +29,8 @@ type Table struct {
 // New returns an empty Table.
 func New() *Table { return &Table{m: map[string]string{}} }
 
-// String returns the table's copy of s, adding s when the table has none.
-func (t *Table) String(s string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.get(s)
-}
-
-// get is String with t.mu held.
+// get returns the table's copy of s, adding s when the table has none.
+// t.mu must be held.
 func (t *Table) get(s string) string {
 	if c, ok := t.m[s]; ok {
 		return c

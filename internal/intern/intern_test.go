@@ -46,19 +46,19 @@ func TestMapSharesKeysAndShortValues(t *testing.T) {
 
 func TestFullTableStartsAgain(t *testing.T) {
 	tab := New()
-	a := tab.String(decoded("a"))
-	if again := tab.String(decoded("a")); !same(a, again) {
+	a := tab.get(decoded("a"))
+	if again := tab.get(decoded("a")); !same(a, again) {
 		t.Fatal(`"a" asked twice: two copies`)
 	}
 	for i := range maxEntries {
-		tab.String(strconv.Itoa(i))
+		tab.get(strconv.Itoa(i))
 	}
 	if n := len(tab.m); n > maxEntries {
 		t.Fatalf("table holds %d strings, want at most %d", n, maxEntries)
 	}
 	// The table filled up at the last string and started again: "a" is
 	// held anew, and still reads "a".
-	b := tab.String(decoded("a"))
+	b := tab.get(decoded("a"))
 	if same(a, b) || b != "a" || len(tab.m) != 2 {
 		t.Errorf(`after the table filled: "a" shared %v, reads %q, table of %d strings; want a new copy in a table of 2`, same(a, b), b, len(tab.m))
 	}
