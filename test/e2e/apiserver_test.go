@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +129,7 @@ func TestAPIServerOutage(t *testing.T) {
 			// minute after the rollout is done.
 			waitForWithin(t, "4 endpoints, all of revision 2", afterOutage, func(context.Context) (bool, error) {
 				names := endpoints.readyNames()
-				return len(names) == 4 && !slices.ContainsFunc(names, func(n string) bool { return !strings.HasPrefix(n, tt.revised) }), nil
+				return len(names) == 4 && allWithPrefix(names, tt.revised), nil
 			})
 			if n, pods := endpoints.minReadySince(mark); n < 4 {
 				t.Errorf("the Service had %d ready endpoints (%v), want never fewer than 4; history:\n%s",
