@@ -168,13 +168,32 @@ func checkNeverServed(t *testing.T, w *endpointWatch, mark int, prefix string, n
 }
 
 // checkQuiet checks that the Deployments named keep their resourceVersion
-// for 2 seconds: a workload waiting (for promote, say) writes nothing.
+// for 2 seconds: a workload waiting (for promote, say) writes nothing. The
+// controller writes a status to a workload's Deployments one after the
+// other, so the 2 seconds start once every one of them shows the first
+// one's status.
 func checkQuiet(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	versions := map[string]string{}
-	for _, n := range names {
-		versions[n] = getDeployment(t, ns, n).ResourceVersion
-	}
+	waitFor(t, "one status on "+strings.Join(names, ", "), func(ctx context.Context) (bool, error) {
+		var first map[string]string
+		for _, n := range names {
+			d, err := suite.client.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if first == nil {
+				first = d.Annotations
+			}
+			for _, k := range []string{"plimsoll.dev/phase", "plimsoll.dev/revision", "plimsoll.dev/message"} {
+				if d.Annotations[k] != first[k] {
+					return false, nil
+				}
+			}
+			versions[n] = d.ResourceVersion
+		}
+		return true, nil
+	})
 	holdsFor(t, "no writes while waiting", 2*time.Second, func(context.Context) error {
 		for _, n := range names {
 			if d := getDeployment(t, ns, n); d.ResourceVersion != versions[n] {
