@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -78,7 +79,7 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deploys); err != nil {
 			return nil, fmt.Errorf("hand the Deployments to the rollout controller: %w", err)
 		}
-		s.handedOff = commit.Hash
+		s.handedOff, s.handedTemplates = commit.Hash, templateHashes(deploys)
 	}
 	var changes []apply.Change
 	for _, it := range items {
@@ -92,6 +93,17 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 		changes = append(changes, apply.Change{Key: it.Key(), Action: it.Action, Item: it})
 	}
 	return changes, nil
+}
+
+// templateHashes returns the template hash of each of deploys
+// (plimsoll.dev/template-hash, as the rollout controller computes it) by
+// namespace/name.
+func templateHashes(deploys []*appsv1.Deployment) map[string]string {
+	hashes := make(map[string]string, len(deploys))
+	for _, d := range deploys {
+		hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
+	}
+	return hashes
 }
 
 // handedOffDiff diffs a Git Deployment that the rollout controller runs

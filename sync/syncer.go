@@ -183,6 +183,10 @@ type Syncer struct {
 	// handedOff is the commit whose Deployments the rollout controller
 	// was last handed; "" after a failed sync.
 	handedOff string
+	// handedTemplates are the template hashes of the Deployments of
+	// commit handedOff, by namespace/name, for the sync record (see
+	// inventory.DataTemplates).
+	handedTemplates map[string]string
 	// applied is what the last SyncOnce applied, nil if it failed.
 	applied *appliedPass
 	// quiet is what lets the next poll skip, nil when it must sync.
@@ -201,7 +205,7 @@ type Syncer struct {
 // head's Deployments over again, as at start. It is called from the
 // goroutine that polls, before the first poll of an ownership.
 func (s *Syncer) Regained() {
-	s.handedOff, s.applied, s.quiet, s.ancestry = "", nil, nil, nil
+	s.handedOff, s.handedTemplates, s.applied, s.quiet, s.ancestry = "", nil, nil, nil, nil
 }
 
 // New returns a Syncer; the zero fields of cfg take their defaults.
@@ -435,6 +439,9 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		return s.failed(ctx, fetched, head, "prune", err), outcomeFailed, err
 	}
 
+	if s.cfg.Deployments != nil {
+		rec.Templates = s.handedTemplates
+	}
 	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned, charts), outcomeSynced, nil
 }
 

@@ -32,6 +32,10 @@ type Sync struct {
 	BlockedWriter string `json:"blockedWriter,omitempty"`
 	// Objects is how many objects the record's inventory lists.
 	Objects int `json:"-"`
+	// Templates are the template hashes of the Deployments of Commit,
+	// by namespace/name (inventory.DataTemplates); nil when the record
+	// has none.
+	Templates map[string]string `json:"-"`
 	// Owner is the replica (or the daemon) that writes for the sync: the
 	// holder of its Lease plimsoll-<name> beside the record; "" when none
 	// holds it, or the Leases could not be read (see FindOwners).
@@ -42,8 +46,8 @@ type Sync struct {
 // record (its name is not plimsoll-sync- and its plimsoll.dev/sync label)
 // or records no status yet: a sync applies its label to every object it
 // applies, ConfigMaps included, and those are told apart by the name. It
-// reads the annotations and counts the inventory; it never reads another
-// key of the data.
+// reads the annotations, counts the inventory and reads the template
+// hashes; it never reads another key of the data.
 func SyncOf(cm *corev1.ConfigMap) (Sync, bool) {
 	name := cm.Labels[contract.LabelSync]
 	a := cm.Annotations
@@ -58,6 +62,7 @@ func SyncOf(cm *corev1.ConfigMap) (Sync, bool) {
 		s.RecordDamage = fmt.Sprintf("the inventory of %s/%s does not parse: %v", cm.Namespace, cm.Name, err)
 	}
 	s.Objects = len(inv)
+	s.Templates = inventory.ParseTemplates(cm.Data[inventory.DataTemplates])
 	return s, true
 }
 

@@ -153,6 +153,9 @@ type syncWatch struct {
 	// failed is why the sync did not apply the commit; said is the last
 	// note printed about it.
 	failed, said string
+	// templates are the template hashes of the commit's Deployments, by
+	// namespace/name, when the record that showed it applied has them.
+	templates map[string]string
 }
 
 // look reads the workloads and their syncs once, prints what ended, and
@@ -185,7 +188,7 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 		if sw.failed != "" {
 			return false, fmt.Errorf("%s: sync %s did not apply commit %s: %s", key, sw.name, short(sw.commit), sw.failed)
 		}
-		end, why := judge(wl, sw.commit, sw.appliedAt > 0, sw.appliedAt > 0 && w.looks > sw.appliedAt)
+		end, why := judge(wl, sw.commit, sw.templates[key], sw.appliedAt > 0, sw.appliedAt > 0 && w.looks > sw.appliedAt)
 		if end == "" {
 			rolling = append(rolling, fmt.Sprintf("%s (%s)", key, why))
 			continue
@@ -259,6 +262,9 @@ func (w *waiter) syncOf(ctx context.Context, wl Workload) (*syncWatch, error) {
 		sw.commit = rec.Commit
 	}
 	applied, failed, note := commitState(rec, sw.commit)
+	if applied {
+		sw.templates = rec.Templates
+	}
 	if !applied && sameCommit(wl.Commit, sw.commit) {
 		applied = true // a later commit came first; this one's revision shows it was taken
 	}
@@ -347,19 +353,25 @@ func commitState(rec Sync, commit string) (applied bool, failed, note string) {
 }
 
 // judge says whether workload wl has ended for a wait on commit, and how,
-// with a line for the user. applied says that its sync applied commit;
-// settled, that it had at the look before. Worked through for commit
-// c2 that changes api's image, api at revision 1 of c1 Healthy:
+// with a line for the user. want is the template hash the commit gives
+// wl, "" when its sync's record does not say. applied says that its sync
+// applied commit; settled, that it had at the look before. Worked
+// through for commit c2 that changes api's image (template h2), api at
+// revision 1 of c1 (template h1) Healthy:
 //
 //   - before the sync applies c2: api goes on ("waiting for commit c2"),
 //     whatever its phase: a Healthy revision 1 is not c2's;
-//   - the record names c2, api still at revision 1 of c1: it goes on for
-//     one look (the controller may not have written revision 2 yet);
-//   - api at revision 2 of c2, Paused at a canary step: it goes on;
-//   - api at revision 2 of c2, Healthy: it ended Healthy;
-//   - api Degraded (revision 2 failed, or c2's template is the failed
-//     hash and was refused): it ended Failed at once.
-func judge(wl Workload, commit string, applied, settled bool) (End, string) {
+//   - the record names c2, api's status still of h1: it goes on, however
+//     long the controller takes to write revision 2 (without want, from
+//     a record of an older daemon or of a later commit: for one look);
+//   - api at revision 2 of h2, Paused at a canary step: it goes on;
+//   - api at revision 2 of h2, Healthy: it ended Healthy;
+//   - api Degraded (revision 2 failed, or h2 is the failed hash and was
+//     refused): it ended Failed at once.
+//
+// A commit that leaves api's template as it was gives want h1: api's
+// Healthy revision 1 of c1 ends the wait at once.
+func judge(wl Workload, commit, want string, applied, settled bool) (End, string) {
 	switch {
 	case !applied:
 		return "", fmt.Sprintf("waiting for commit %s to be applied; now %s", short(commit), wl.Phase)
@@ -367,7 +379,11 @@ func judge(wl Workload, commit string, applied, settled bool) (End, string) {
 		return EndFailed, wl.Message
 	case wl.FailedHash != "" && wl.FailedHash == wl.TemplateHash:
 		return EndFailed, fmt.Sprintf("the template of revision %d failed: %s", wl.Revision, wl.Message)
-	case !sameCommit(wl.Commit, commit) && !settled:
+	case wl.FailedHash != "" && wl.FailedHash == want:
+		return EndFailed, fmt.Sprintf("the template of commit %s (%s) failed before: not started again until Git changes it or a retry", short(commit), want)
+	case want != "" && wl.TemplateHash != want:
+		return "", fmt.Sprintf("commit %s applied; revision %d runs template %s, not its %s yet", short(commit), wl.Revision, wl.TemplateHash, want)
+	case want == "" && !sameCommit(wl.Commit, commit) && !settled:
 		return "", fmt.Sprintf("commit %s applied; revision %d is of commit %s", short(commit), wl.Revision, short(wl.Commit))
 	case wl.Phase != contract.PhaseHealthy:
 		return "", fmt.Sprintf("%s: %s", wl.Phase, wl.Message)

@@ -1,10 +1,17 @@
 package workload
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/inventory"
 )
 
 // The commits of the wait tests: c1 ran before, c2 is waited for.
@@ -25,28 +32,67 @@ func TestJudge(t *testing.T) {
 	tests := []struct {
 		name             string
 		w                Workload
-		commit           string
+		commit, hash     string // hash: the record's template hash for the workload, "" for none
 		applied, settled bool
 		want             End
 		why              string
 	}{
-		{"c2 not applied: the previous revision's Healthy is not the end", healthy1, c2, false, false, "", "waiting for commit 2222222 to be applied; now Healthy"},
-		{"c2 not applied: a Degraded revision may be fixed by it", degraded2, c2, false, false, "", "waiting for commit 2222222"},
-		{"c2 just applied, revision 1 still recorded: one more look", healthy1, c2, true, false, "", "revision 1 is of commit 1111111"},
-		{"c2 applied a look ago, revision 1 still: c2 left it as it was", healthy1, c2, true, true, EndHealthy, "which commit 2222222 left as it was"},
-		{"revision 2 of c2 paused at a step", paused2, c2, true, true, "", "Paused: canary step 2/5"},
-		{"revision 2 of c2 Healthy", healthy2, c2, true, false, EndHealthy, "revision 2 of commit 2222222: 4/4 available"},
-		{"a prefix of the commit will do", healthy2, "2222222bb", true, false, EndHealthy, "revision 2 of commit 2222222"},
-		{"revision 2 Degraded", degraded2, c2, true, false, EndFailed, "progress deadline exceeded"},
-		{"the template is the failed hash", refused, c2, true, false, EndFailed, "the template of revision 1 failed"},
+		{"c2 not applied: the previous revision's Healthy is not the end", healthy1, c2, "", false, false, "", "waiting for commit 2222222 to be applied; now Healthy"},
+		{"c2 not applied: a Degraded revision may be fixed by it", degraded2, c2, "", false, false, "", "waiting for commit 2222222"},
+		{"c2 just applied, revision 1 still recorded: one more look", healthy1, c2, "", true, false, "", "revision 1 is of commit 1111111"},
+		{"c2 applied a look ago, revision 1 still: c2 left it as it was", healthy1, c2, "", true, true, EndHealthy, "which commit 2222222 left as it was"},
+		{"c2 applied looks ago, its template h2 not taken yet", healthy1, c2, "h2", true, true, "", "revision 1 runs template h1, not its h2 yet"},
+		{"c2 just applied, its template the one running", healthy1, c2, "h1", true, false, EndHealthy, "which commit 2222222 left as it was"},
+		{"revision 2 of c2 paused at a step", paused2, c2, "h2", true, true, "", "Paused: canary step 2/5"},
+		{"revision 2 of c2 Healthy", healthy2, c2, "h2", true, false, EndHealthy, "revision 2 of commit 2222222: 4/4 available"},
+		{"revision 2 of c2 Healthy, no hash recorded", healthy2, c2, "", true, false, EndHealthy, "revision 2 of commit 2222222: 4/4 available"},
+		{"a prefix of the commit will do", healthy2, "2222222bb", "h2", true, false, EndHealthy, "revision 2 of commit 2222222"},
+		{"revision 2 Degraded", degraded2, c2, "h2", true, false, EndFailed, "progress deadline exceeded"},
+		{"the template is the failed hash", refused, c2, "", true, false, EndFailed, "the template of revision 1 failed"},
+		{"c2's template failed before, not started", Workload{Phase: contract.PhaseHealthy, Revision: 1, Commit: c1, TemplateHash: "h1", FailedHash: "h2"},
+			c2, "h2", true, true, EndFailed, "the template of commit 2222222 (h2) failed before"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			end, why := judge(tt.w, tt.commit, tt.applied, tt.settled)
+			end, why := judge(tt.w, tt.commit, tt.hash, tt.applied, tt.settled)
 			if end != tt.want || !strings.Contains(why, tt.why) {
 				t.Errorf("judge = %q, %q; want %q, %q", end, why, tt.want, tt.why)
 			}
 		})
+	}
+}
+
+// TestWaitForTheCommitsTemplate waits on c2 once its sync's record says
+// c2 is applied with template h2 for web, the controller not having
+// written revision 2 yet: however many looks pass, web's Healthy revision
+// 1 (template h1) does not end the wait; once web runs h2, it does.
+func TestWaitForTheCommitsTemplate(t *testing.T) {
+	record := statusConfigMap("ns", "plimsoll-sync-platform", "platform", contract.SyncSynced)
+	record.Annotations[contract.AnnotationCommit] = c2
+	record.Data[inventory.DataTemplates] = "ns web h2\n"
+	web := dep("web", "primary", "1", contract.PhaseHealthy, "")
+	web.Labels[contract.LabelSync] = "platform"
+	web.Annotations[contract.AnnotationCommit] = c1
+	web.Annotations[contract.AnnotationTemplateHash] = "h1"
+	client := fake.NewClientset(record, web)
+	cfg := WaitConfig{Namespace: "ns", Names: []string{"web"}, Commit: c2, Timeout: 2500 * time.Millisecond}
+
+	var out strings.Builder
+	cfg.Out = &out
+	err := Wait(context.Background(), client, cfg)
+	if !errors.Is(err, ErrWaitTimeout) || !strings.Contains(err.Error(), "revision 1 runs template h1, not its h2 yet") {
+		t.Fatalf("Wait on a template not taken yet = %v (output %q); want a timeout naming both templates", err, out.String())
+	}
+
+	web.Annotations[contract.AnnotationCommit] = c2
+	web.Annotations[contract.AnnotationTemplateHash] = "h2"
+	web.Annotations[contract.AnnotationRevision] = "2"
+	if _, err := client.AppsV1().Deployments("ns").Update(context.Background(), web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := Wait(context.Background(), client, cfg); err != nil || !strings.Contains(out.String(), "ns/web Healthy: revision 2 of commit 2222222") {
+		t.Errorf("Wait once web runs h2 = %v, output %q; want it to end Healthy", err, out.String())
 	}
 }
 

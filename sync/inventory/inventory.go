@@ -32,6 +32,14 @@ const (
 	// line, "<hash> <apiVersion> <kind> <namespace or -> <name>", sorted.
 	DataInventory = "inventory"
 
+	// DataTemplates is the data key of the pod templates of the commit
+	// applied (contract.AnnotationCommit): one Git Deployment a line,
+	// "<namespace> <name> <template hash>", sorted. A wait for that
+	// commit compares them with each workload's plimsoll.dev/template-hash
+	// to tell a revision not started yet from a template the commit left
+	// as it was.
+	DataTemplates = "templates"
+
 	// FieldManager is the field manager of every write to the record.
 	FieldManager = managedBy
 
@@ -79,6 +87,10 @@ type Status struct {
 type Record struct {
 	Status    Status
 	Inventory Inventory
+	// Templates are the template hashes of the Deployments of the
+	// commit applied (see DataTemplates), by namespace/name; nil leaves
+	// the stored ones as they are.
+	Templates map[string]string
 	// Lost says why Inventory could not be read, "" when it was: the
 	// record does not exist (Missing), or its inventory does not parse.
 	// Inventory is nil then; the status is read whatever the inventory.
@@ -213,6 +225,13 @@ func encode(cm *corev1.ConfigMap, syncName string, rec Record) {
 	if rec.Inventory != nil {
 		cm.Data[DataInventory] = rec.Inventory.String()
 	}
+	switch {
+	case rec.Templates == nil:
+	case len(rec.Templates) == 0:
+		delete(cm.Data, DataTemplates)
+	default:
+		cm.Data[DataTemplates] = templatesString(rec.Templates)
+	}
 }
 
 func decode(cm *corev1.ConfigMap) Record {
@@ -223,7 +242,8 @@ func decode(cm *corev1.ConfigMap) Record {
 		FetchedCommit: a[contract.AnnotationFetchedCommit],
 		Message:       a[contract.AnnotationMessage],
 		StaleSince:    a[contract.AnnotationStaleSince],
-	}, BlockedWriter: a[contract.AnnotationBlockedWriter], AcceptRewind: a[contract.AnnotationAcceptRewind]}
+	}, BlockedWriter: a[contract.AnnotationBlockedWriter], AcceptRewind: a[contract.AnnotationAcceptRewind],
+		Templates: ParseTemplates(cm.Data[DataTemplates])}
 	inv, err := ParseInventory(cm.Data[DataInventory])
 	if err != nil {
 		rec.Lost = fmt.Sprintf("the inventory of %s/%s does not parse: %v", cm.Namespace, cm.Name, err)
@@ -268,4 +288,35 @@ func ParseInventory(s string) (Inventory, error) {
 		inv[e.Key()] = e
 	}
 	return inv, nil
+}
+
+// templatesString encodes template hashes by namespace/name as sorted
+// lines (see DataTemplates).
+func templatesString(templates map[string]string) string {
+	lines := make([]string, 0, len(templates))
+	for key, hash := range templates {
+		ns, name, _ := strings.Cut(key, "/")
+		lines = append(lines, ns+" "+name+" "+hash)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// ParseTemplates decodes the template hashes of a record's data (see
+// DataTemplates) by namespace/name; nil when it has none. A line that is
+// not three fields is left out: the hashes inform a wait, which reads a
+// workload it finds no hash for as it would without them.
+func ParseTemplates(s string) map[string]string {
+	var templates map[string]string
+	for line := range strings.Lines(s) {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		if templates == nil {
+			templates = map[string]string{}
+		}
+		templates[f[0]+"/"+f[1]] = f[2]
+	}
+	return templates
 }

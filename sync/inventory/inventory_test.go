@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -81,6 +82,52 @@ func TestSaveSkipsUnchangedRecord(t *testing.T) {
 	}
 	if cm.Annotations[contract.AnnotationSyncStatus] != contract.SyncSynced || cm.Labels[contract.LabelSync] != "default" {
 		t.Errorf("ConfigMap annotations %v labels %v", cm.Annotations, cm.Labels)
+	}
+}
+
+// TestSaveTemplates keeps the commit's template hashes in the record:
+// saved as sorted lines and loaded back; a record saved without them
+// keeps the stored ones; an empty set removes them.
+func TestSaveTemplates(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	store := NewStore(client, "plimsoll", "default")
+	rec := Record{Status: Status{State: contract.SyncSynced, Commit: "abc"}, Inventory: Inventory{},
+		Templates: map[string]string{"shop/web": "4ca1c2c2eb", "default/api": "759b78795a"}}
+	if _, err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	data := func() string {
+		cm, err := client.CoreV1().ConfigMaps("plimsoll").Get(ctx, "plimsoll-sync-default", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data[DataTemplates]
+	}
+	if got, want := data(), "default api 759b78795a\nshop web 4ca1c2c2eb\n"; got != want {
+		t.Errorf("data %s = %q, want %q", DataTemplates, got, want)
+	}
+	got, err := store.Load(ctx)
+	if err != nil || !maps.Equal(got.Templates, rec.Templates) {
+		t.Errorf("Load().Templates = %v, %v; want %v", got.Templates, err, rec.Templates)
+	}
+
+	rec.Templates, rec.Status.Message = nil, "a status of its own"
+	if _, err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := data(); got == "" {
+		t.Error("a record saved without templates dropped the stored ones")
+	}
+	rec.Templates = map[string]string{}
+	if _, err := store.Save(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := data(); got != "" {
+		t.Errorf("a commit without Deployments keeps templates %q", got)
+	}
+	if got := ParseTemplates("shop web\nshop api 4ca1c2c2eb extra\ndefault web 1234567890\n"); len(got) != 1 || got["default/web"] != "1234567890" {
+		t.Errorf("ParseTemplates keeps %v, want only default/web", got)
 	}
 }
 

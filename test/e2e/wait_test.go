@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
@@ -135,6 +138,7 @@ func TestWait(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("wait --all exited %d", code)
 	}
+	checkRecordedTemplates(t, s)
 
 	t.Log("2. a wait for v2 started before the push: it waits through the canary's pauses and ends at revision 2 of each")
 	v2 := commitUnpushed(t, s, "v2", waitTree(t, "v2", "v2", "v2"))
@@ -194,5 +198,33 @@ func TestWait(t *testing.T) {
 	t.Logf("output:\n%s", out)
 	if code != 1 || !strings.Contains(out, s.ns+"/api Degraded: ") || !strings.Contains(out, "analysis web-check/ok failed") {
 		t.Errorf("the wait on a failing analysis exited %d, want 1 naming %s/api and the analysis:\n%s", code, s.ns, out)
+	}
+}
+
+// checkRecordedTemplates checks that the sync record of s holds, for each
+// workload, the template hash its Deployments' status shows: the hash a
+// wait compares with to know the controller took the commit's template.
+func checkRecordedTemplates(t *testing.T, s *syncTarget) {
+	t.Helper()
+	ctx := context.Background()
+	cm, err := suite.client.CoreV1().ConfigMaps(s.statusNamespace()).Get(ctx, s.statusRecordName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := inventory.ParseTemplates(cm.Data[inventory.DataTemplates])
+	list, err := suite.client.AppsV1().Deployments(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "plimsoll.dev/workload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads := map[string]bool{}
+	for _, d := range list.Items {
+		w := d.Labels["plimsoll.dev/workload"]
+		workloads[w] = true
+		if got, want := recorded[s.ns+"/"+w], d.Annotations["plimsoll.dev/template-hash"]; got != want {
+			t.Errorf("the sync record has template %q for %s, Deployment %s shows %q", got, w, d.Name, want)
+		}
+	}
+	if len(recorded) != len(workloads) {
+		t.Errorf("the sync record has templates %v, for workloads %v", recorded, workloads)
 	}
 }
