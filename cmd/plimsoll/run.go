@@ -35,12 +35,12 @@ const (
 	// requestTimeout bounds a standby's write that passes a hook on.
 	requestTimeout = 5 * time.Second
 	// daemonGCPercent is the daemon's GOGC when the environment sets
-	// none: the Go heap may grow to 1.5 times what is live between
+	// none: the Go heap may grow to 1.25 times what is live between
 	// collections, not to twice. At N=300 rollouts about 50 MiB is live
 	// as a commit's sync meets the controller's caches, so the heap's
-	// peak goal falls from ~100 to ~75 MiB, for more frequent
-	// collections (docs/architecture.md, "Memory").
-	daemonGCPercent = 50
+	// peak goal falls from ~100 to ~62 MiB, for collections four times
+	// as often (docs/architecture.md, "Memory").
+	daemonGCPercent = 25
 )
 
 type runOptions struct {
