@@ -58,6 +58,11 @@ const (
 	// ReasonScaleRestored is the Warning Event of a Deployment whose count,
 	// set outside Git (kubectl scale), the controller wrote back.
 	ReasonScaleRestored = "ScaleRestored"
+	// ReasonScalingReplicaSet is the Event of a Deployment whose
+	// ReplicaSet the controller scaled in the Deployment controller's
+	// place (see Controller.mirror), the reason that controller gives its
+	// own.
+	ReasonScalingReplicaSet = "ScalingReplicaSet"
 	// autoscalerManager is the field manager of the count a
 	// HorizontalPodAutoscaler sets (the controller manager's).
 	autoscalerManager = "kube-controller-manager"

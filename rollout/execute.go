@@ -117,7 +117,7 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if err := c.writeDeployment(ctx, x.w.cached(live), want); err != nil {
 		return err
 	}
-	if err := c.mirrorAnnotations(ctx, x.w, want); err != nil {
+	if err := c.mirror(ctx, x.w, want); err != nil {
 		return err
 	}
 	if live == x.primary && x.written != nil {

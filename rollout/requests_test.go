@@ -1,13 +1,19 @@
 package rollout
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -134,7 +140,7 @@ func checkOneWriteEach(t *testing.T, i int, r []string) {
 // TestStatusCopiedToReplicaSet: the status a plan writes on a Deployment
 // is written on the ReplicaSet of its template too, after the
 // Deployment, as the Deployment controller would copy it (with an update
-// of its own, from its budget; see mirrorAnnotations). The fake API
+// of its own, from its budget; see mirror). The fake API
 // server copies nothing: every ReplicaSet that runs a Deployment's
 // template carries its status once the rollout is quiet.
 func TestStatusCopiedToReplicaSet(t *testing.T) {
@@ -162,5 +168,142 @@ func TestStatusCopiedToReplicaSet(t *testing.T) {
 		if copied != 1 {
 			t.Errorf("%s has %d ReplicaSets of its template, want 1", name, copied)
 		}
+	}
+}
+
+// TestCountMirroredToReplicaSet rolls canary "api" (4 replicas, steps
+// "25%, pause 1s, 50%, pause 1s, 100%") from v1 to v2 on the fake
+// cluster, looking after each round, before the fake Deployment
+// controller settles anything: a Deployment whose one ReplicaSet asking
+// for pods runs its template has that ReplicaSet at its count already,
+// with the annotations the Deployment controller's scale would set (see
+// mirror), so that controller has nothing to scale. The stable goes 4, 3,
+// 2, 0 and the canary 1, 2, 4 that way; the canary's first pod, whose
+// ReplicaSet the Deployment controller has yet to make, is its to make.
+func TestCountMirroredToReplicaSet(t *testing.T) {
+	annotations := maps.Clone(canaryAnnotations)
+	annotations[contract.AnnotationSteps] = "25%, pause 1s, 50%, pause 1s, 100%"
+	k := newCluster(t, "api")
+	k.toV2(annotations)
+	scaled := map[string][]int32{}
+	for range 30 {
+		r := k.round()
+		if len(r) == 0 {
+			break
+		}
+		for _, line := range r {
+			if strings.HasPrefix(line, "patch replicasets/") && strings.Contains(line, `"replicas":`) {
+				name, _, _ := strings.Cut(strings.TrimPrefix(line, "patch replicasets/"), " ")
+				var p struct {
+					Spec struct{ Replicas int32 } `json:"spec"`
+				}
+				if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &p); err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				scaled[name] = append(scaled[name], p.Spec.Replicas)
+			}
+		}
+		deploys, rsets, _ := k.listAll()
+		for _, d := range deploys {
+			var own []*appsv1.ReplicaSet
+			for _, rs := range rsets {
+				if metav1.IsControlledBy(rs, d) {
+					own = append(own, rs)
+				}
+			}
+			rs := templateReplicaSet(d, own)
+			if rs == nil || slices.ContainsFunc(own, func(o *appsv1.ReplicaSet) bool { return o != rs && *o.Spec.Replicas > 0 }) {
+				continue
+			}
+			// The fake Deployment controller sets no desired-replicas of its own.
+			desired, set := rs.Annotations[annotationDesiredReplicas]
+			if *rs.Spec.Replicas != *d.Spec.Replicas || set && desired != strconv.Itoa(int(*d.Spec.Replicas)) {
+				t.Errorf("after a round: ReplicaSet %s at %d (desired-replicas %q), its Deployment %s asks for %d",
+					rs.Name, *rs.Spec.Replicas, rs.Annotations[annotationDesiredReplicas], d.Name, *d.Spec.Replicas)
+			}
+		}
+	}
+	var stable, canary []int32
+	for name, counts := range scaled {
+		if strings.HasPrefix(name, "api-canary-") {
+			canary = append(canary, counts...)
+		} else {
+			stable = append(stable, counts...)
+		}
+	}
+	if !slices.Equal(stable, []int32{3, 2, 0}) || !slices.Equal(canary, []int32{2, 4}) {
+		t.Errorf("counts patched onto ReplicaSets: stable %v, canary %v; want [3 2 0] and [2 4]", stable, canary)
+	}
+	// Each scale is told as the Deployment controller tells its own
+	// (written in the background).
+	var told []string
+	for range 100 {
+		list, err := k.client.CoreV1().Events("shop").List(k.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		told = told[:0]
+		for _, e := range list.Items {
+			if e.Reason == ReasonScalingReplicaSet {
+				told = append(told, e.InvolvedObject.Name+": "+e.Message)
+			}
+		}
+		if len(told) >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	slices.Sort(told)
+	first := func(e string) bool {
+		return strings.HasPrefix(e, "api: Scaled down replica set api-") && strings.HasSuffix(e, " from 4 to 3")
+	}
+	if len(told) != 5 || !slices.ContainsFunc(told, first) {
+		t.Errorf("ScalingReplicaSet Events: %q, want 5, the stable's first from 4 to 3", told)
+	}
+	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
+		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
+	}
+}
+
+// TestScaleOf: the count the Deployment controller would give the
+// ReplicaSet of a Deployment's template, and its annotations.
+func TestScaleOf(t *testing.T) {
+	rs := func(uid string, n int32) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(n)}}
+	}
+	deploy := func(n int32, strategy appsv1.DeploymentStrategy) *appsv1.Deployment {
+		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To(n), Strategy: strategy}}
+	}
+	surge := func(v string) appsv1.DeploymentStrategy {
+		s := intstr.Parse(v)
+		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s}}
+	}
+	deleting := rs("a", 4)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	tests := []struct {
+		name    string
+		d       *appsv1.Deployment
+		rs      *appsv1.ReplicaSet
+		others  []*appsv1.ReplicaSet
+		ok      bool
+		n       int32
+		desired string
+		max     string
+	}{
+		{"down, Git's default strategy: 25% of 3 rounded up", deploy(3, appsv1.DeploymentStrategy{}), rs("a", 4), []*appsv1.ReplicaSet{rs("b", 0)}, true, 3, "3", "4"},
+		{"up, surge 50% of 4", deploy(4, surge("50%")), rs("a", 2), nil, true, 4, "4", "6"},
+		{"to 0", deploy(0, appsv1.DeploymentStrategy{}), rs("a", 2), nil, true, 0, "0", "0"},
+		{"recreate surges none", deploy(2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), rs("a", 1), nil, true, 2, "2", "2"},
+		{"at the count already", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 4), nil, false, 0, "", ""},
+		{"another ReplicaSet asks for pods: a rolling update", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 2), []*appsv1.ReplicaSet{rs("b", 1)}, false, 0, "", ""},
+		{"being deleted", deploy(3, appsv1.DeploymentStrategy{}), deleting, nil, false, 0, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ann, ok := scaleOf(tt.d, tt.rs, append([]*appsv1.ReplicaSet{tt.rs}, tt.others...))
+			if ok != tt.ok || n != tt.n || (ok && (ann[annotationDesiredReplicas] != tt.desired || ann[annotationMaxReplicas] != tt.max)) {
+				t.Errorf("scaleOf = %d, %v, %v; want %d, desired %q, max %q, %v", n, ann, ok, tt.n, tt.desired, tt.max, tt.ok)
+			}
+		})
 	}
 }
