@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -127,6 +128,11 @@ func TestAPIServerOutage(t *testing.T) {
 			// after an outage it retries a Service with a backoff of its
 			// own, and its slices can still show revision 1's pods a
 			// minute after the rollout is done.
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("endpoints during revision 2:\n%s\nobjects:\n%s", strings.Join(endpoints.history(mark), "\n"), describeWorkloadObjects(t, s.ns))
+				}
+			})
 			waitForWithin(t, "4 endpoints, all of revision 2", afterOutage, func(context.Context) (bool, error) {
 				names := endpoints.readyNames()
 				return len(names) == 4 && allWithPrefix(names, tt.revised), nil
@@ -167,4 +173,32 @@ func cluster(t *testing.T, args ...string) {
 	if err != nil {
 		t.Fatalf("hack/cluster %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// describeWorkloadObjects lists the ReplicaSets and pods of namespace ns,
+// one line each (count or readiness, owner, labels), for a failure's log.
+func describeWorkloadObjects(t *testing.T, ns string) string {
+	ctx := context.Background()
+	var lines []string
+	if rsets, err := suite.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range rsets.Items {
+			owner := "(none)"
+			if ref := metav1.GetControllerOf(&rs); ref != nil {
+				owner = ref.Name
+			}
+			lines = append(lines, fmt.Sprintf("replicaset %s: spec %d, status %d ready %d, owner %s, labels %v",
+				rs.Name, ptr.Deref(rs.Spec.Replicas, 1), rs.Status.Replicas, rs.Status.ReadyReplicas, owner, rs.Labels))
+		}
+	}
+	if pods, err := suite.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			owner := "(none)"
+			if ref := metav1.GetControllerOf(&p); ref != nil {
+				owner = ref.Name
+			}
+			lines = append(lines, fmt.Sprintf("pod %s: phase %s, deleting %v, owner %s, labels %v",
+				p.Name, p.Status.Phase, p.DeletionTimestamp != nil, owner, p.Labels))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
