@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -130,7 +131,7 @@ func TestAPIServerOutage(t *testing.T) {
 			// minute after the rollout is done.
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("endpoints during revision 2:\n%s\nobjects:\n%s", strings.Join(endpoints.history(mark), "\n"), describeWorkloadObjects(t, s.ns))
+					t.Logf("endpoints during revision 2:\n%s\nobjects:\n%s", strings.Join(endpoints.history(mark), "\n"), describeWorkloadObjects(s.ns))
 				}
 			})
 			waitForWithin(t, "4 endpoints, all of revision 2", afterOutage, func(context.Context) (bool, error) {
@@ -176,28 +177,20 @@ func cluster(t *testing.T, args ...string) {
 }
 
 // describeWorkloadObjects lists the ReplicaSets and pods of namespace ns,
-// one line each (count or readiness, owner, labels), for a failure's log.
-func describeWorkloadObjects(t *testing.T, ns string) string {
+// one line each (count or phase, controller, labels), for a failure's log.
+func describeWorkloadObjects(ns string) string {
 	ctx := context.Background()
 	var lines []string
 	if rsets, err := suite.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, rs := range rsets.Items {
-			owner := "(none)"
-			if ref := metav1.GetControllerOf(&rs); ref != nil {
-				owner = ref.Name
-			}
 			lines = append(lines, fmt.Sprintf("replicaset %s: spec %d, status %d ready %d, owner %s, labels %v",
-				rs.Name, ptr.Deref(rs.Spec.Replicas, 1), rs.Status.Replicas, rs.Status.ReadyReplicas, owner, rs.Labels))
+				rs.Name, ptr.Deref(rs.Spec.Replicas, 1), rs.Status.Replicas, rs.Status.ReadyReplicas, cmp.Or(controllerName(&rs), "(none)"), rs.Labels))
 		}
 	}
 	if pods, err := suite.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, p := range pods.Items {
-			owner := "(none)"
-			if ref := metav1.GetControllerOf(&p); ref != nil {
-				owner = ref.Name
-			}
 			lines = append(lines, fmt.Sprintf("pod %s: phase %s, deleting %v, owner %s, labels %v",
-				p.Name, p.Status.Phase, p.DeletionTimestamp != nil, owner, p.Labels))
+				p.Name, p.Status.Phase, p.DeletionTimestamp != nil, cmp.Or(controllerName(&p), "(none)"), p.Labels))
 		}
 	}
 	return strings.Join(lines, "\n")
