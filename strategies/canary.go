@@ -346,8 +346,19 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	// (40%) until the stable's third pod is gone. A line for that moment
 	// alone would be one more status of each Deployment per step, and the
 	// Deployment controller copies each to a ReplicaSet.
+	reached := serving == c && stableReady
+	if reached && waitsForPromote(steps, k+1) {
+		// A wait for promote writes nothing until someone comes, so it
+		// starts once the Deployment controller has reported both
+		// Deployments at the step's counts: what kubectl shows while the
+		// rollout waits is what its status says, and no write of that
+		// controller's follows the pause. At 25% of 4 the stable's status
+		// says 3 pods once its fourth is gone, not when the scale-down was
+		// observed; the canary's says 1 available once its pod is.
+		reached = reported(o.Stable, 0) && reported(o.Canary, c)
+	}
 	traffic := fmt.Sprintf("%d%% (%d/%d pods serving)", weight, c, n)
-	if serving != c || !stableReady {
+	if !reached {
 		traffic = fmt.Sprintf("going to %d%% (%d/%d pods)", weight, c, n)
 	}
 	status.Phase = PhaseProgressing
@@ -355,7 +366,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	switch step := steps[k]; {
 	case o.Paused:
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; paused", where, traffic)
-	case serving != c || !stableReady:
+	case !reached:
 		status.Message = fmt.Sprintf("%s: %s", where, traffic)
 	case plan.Run != nil && plan.Run.Verdict == VerdictInconclusive && plan.Run.Of(stageOf(k), desired.Hash):
 		status.Phase, status.Message = PhasePaused, fmt.Sprintf("%s: %s; %s; promote or abort", where, traffic, analysis)
@@ -405,6 +416,23 @@ func stableAt(d *appsv1.Deployment, want int32) bool {
 		return true
 	}
 	return stableFailing(d) && st.Replicas <= want && st.UpdatedReplicas == st.Replicas
+}
+
+// reported reports whether the Deployment controller has reported d as it
+// is: it observed d's latest spec and counts that many pods, all of d's
+// template, at least available of them available. A nil d is not.
+func reported(d *appsv1.Deployment, available int32) bool {
+	if d == nil || !caughtUp(d) {
+		return false
+	}
+	st, want := d.Status, liveReplicas(d)
+	return st.Replicas == want && st.UpdatedReplicas == want && st.AvailableReplicas >= available
+}
+
+// waitsForPromote reports whether step i of steps is a pause without a
+// duration.
+func waitsForPromote(steps []Step, i int) bool {
+	return i < len(steps) && steps[i].Pause && steps[i].Duration == 0
 }
 
 // stableFailing reports whether the stable Deployment fails on its own: it

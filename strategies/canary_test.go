@@ -212,6 +212,22 @@ func canaryCases() []canaryCase {
 				step: 1, since: sinceNow, requeue: 30 * time.Second},
 		},
 		{
+			name:    "25% done, a wait for promote next: Paused at step 2 once both Deployments are reported at the step's counts",
+			desired: &manual, recorded: progressing4, stable: st(3), canary: cy(1), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhasePaused, words: []string{"canary step 2/5: 25% (1/4 pods serving); waiting for promote"},
+				stable: three, canary: one, step: 1, since: sinceNow},
+		},
+		{
+			name:    "25% done, a wait for promote next: the stable's fourth pod is still counted: not done",
+			desired: &manual, recorded: progressing4, stable: stableDeploy(v3, withSpecReplicas(3), withPods(4, 4, 4, 4)), canary: cy(1), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: three, canary: one},
+		},
+		{
+			name:    "25% done, a wait for promote next: the canary's pod serves but is not yet reported available: not done",
+			desired: &manual, recorded: progressing4, stable: st(3), canary: canaryDeploy(v4, withSpecReplicas(1), withPods(1, 1, 0, 0)), pods: []Pod{serving("c0")},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: three, canary: one},
+		},
+		{
 			name:     "25%: stable asks for 3 but the Deployment controller has not observed it: not done, the recorded message stands",
 			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
 			stable:   stableDeploy(v3, sized(3), withGeneration(3, 2)), canary: cy(1), pods: []Pod{serving("c0")},

@@ -197,7 +197,8 @@ func checkQuiet(t *testing.T, ns string, names ...string) {
 	holdsFor(t, "no writes while waiting", 2*time.Second, func(context.Context) error {
 		for _, n := range names {
 			if d := getDeployment(t, ns, n); d.ResourceVersion != versions[n] {
-				return fmt.Errorf("Deployment %s written while waiting: %s", n, d.Annotations["plimsoll.dev/message"])
+				return fmt.Errorf("Deployment %s written while waiting (last by %s): %s; status %+v",
+					n, lastWriter(d), d.Annotations["plimsoll.dev/message"], d.Status)
 			}
 		}
 		return nil
@@ -423,4 +424,19 @@ func syncedEvents(t *testing.T, s *syncTarget) int32 {
 func appliedLines(d *kit.Daemon) int {
 	log := d.Log()
 	return strings.Count(log, "msg=applied ") + strings.Count(log, `msg="sync applied"`)
+}
+
+// lastWriter names the field manager of d's latest write, with its
+// operation, subresource and time, as its managed fields record it.
+func lastWriter(d *appsv1.Deployment) string {
+	var last *metav1.ManagedFieldsEntry
+	for i, m := range d.ManagedFields {
+		if m.Time != nil && (last == nil || !m.Time.Before(last.Time)) {
+			last = &d.ManagedFields[i]
+		}
+	}
+	if last == nil {
+		return "nobody recorded"
+	}
+	return fmt.Sprintf("%s %s %s at %s", last.Manager, last.Operation, last.Subresource, last.Time.Format(time.TimeOnly))
 }
