@@ -77,6 +77,7 @@ type canaryCase struct {
 	step                   int
 	now                    time.Duration
 	notSelecting           bool
+	rsets                  []*appsv1.ReplicaSet
 	serviceReady           []string
 	promote, abort, paused bool
 	want                   canaryWant
@@ -111,6 +112,7 @@ func (c canaryCase) inputs() (CanaryDesired, Status, CanaryObserved) {
 	return desired, c.recorded, CanaryObserved{
 		Stable: c.stable, Canary: c.canary, Pods: c.pods, ServiceSelectsServing: !c.notSelecting, ServiceReady: c.serviceReady,
 		Step: c.step, StepSince: t0, Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now),
+		ReplicaSets: c.rsets,
 	}
 }
 
@@ -159,6 +161,7 @@ func canaryCases() []canaryCase {
 	healthy5 := Status{Phase: PhaseHealthy, Revision: 5, Hash: h5, FailedHash: h4, Commit: commitV5}
 
 	st := func(n int32) *appsv1.Deployment { return stableDeploy(v3, sized(n)) }
+	lagging3 := stableDeploy(v3, sized(3), withGeneration(3, 2), withPods(4, 4, 4, 4))
 	cy := func(n int32) *appsv1.Deployment { return canaryDeploy(v4, sized(n)) }
 	promoted := stableDeploy(v4, sized(4))
 	surged := stableDeploy(v4, sized(4), func(d *appsv1.Deployment) {
@@ -232,6 +235,19 @@ func canaryCases() []canaryCase {
 			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
 			stable:   stableDeploy(v3, sized(3), withGeneration(3, 2)), canary: cy(1), pods: []Pod{serving("c0")},
 			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: one},
+		},
+		{
+			name:     "25%: the Deployment controller has not observed the stable's 3, its ReplicaSet runs 3 of 3: done, step 2 in the same plan",
+			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
+			stable:   lagging3, canary: cy(1), pods: []Pod{serving("c0")}, rsets: []*appsv1.ReplicaSet{ownRS(lagging3, "web-5f6d7c8b9a", 3, 3, 3)},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: three, canary: one,
+				step: 1, since: sinceNow, requeue: 30 * time.Second},
+		},
+		{
+			name:     "25%: the Deployment controller has not observed the stable's 3, its ReplicaSet still runs 4: not done",
+			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
+			stable:   lagging3, canary: cy(1), pods: []Pod{serving("c0")}, rsets: []*appsv1.ReplicaSet{ownRS(lagging3, "web-5f6d7c8b9a", 3, 4, 4)},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: three, canary: one},
 		},
 		{
 			name:     "25%: the stable fails on its own (none of its pods Ready) and runs 3: done, the canary is judged on its own pods",

@@ -111,7 +111,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	// paused), a canary pod that restarts holds nothing up, as before.
 	serving := label(&plan, o.Pods, n)
 	size := n + unlabelled(o.Pods)
-	done := serving == n && fullyAvailable(o.Canary, size)
+	done := serving == n && runsAvailable(o.Canary, size, o.ReplicaSets)
 	if !o.Canary.Spec.Paused || (!done && !o.Stable.Spec.Paused) {
 		plan.CanaryReplicas = &size
 		if !o.Canary.Spec.Paused && (done || oneTemplate(o.Canary)) {

@@ -28,6 +28,7 @@ func TestPlanHandOver(t *testing.T) {
 		return d
 	}
 	pausedCanary := canary(4, paused)
+	laggingCanary := canary(4, paused, withGeneration(4, 3), withPods(4, 4, 3, 3))
 	deletingCanary := canary(4, paused, func(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{Time: t0} })
 	selects := func(d *appsv1.Deployment) {
 		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", contract.LabelWorkload: "web"}}
@@ -96,6 +97,12 @@ func TestPlanHandOver(t *testing.T) {
 			pods: append(slices.Clone(owned[:3]), starting("c3")), want: want{canaryReplicas: &four, phase: PhaseProgressing}},
 		{name: "1. 4 canary pods serve: the canary is paused", stable: stableAt(2), canary: canary(4), pods: owned,
 			want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
+		{name: "1. the canary paused at 4, its status not yet caught up, its ReplicaSet reporting 4 of 4: the stable is paused at 0",
+			stable: stableAt(2), canary: laggingCanary, rsets: []*appsv1.ReplicaSet{ownRS(laggingCanary, "web-canary-7d9c556656", 4, 4, 4), stableRS},
+			pods: owned, want: want{stableReplicas: &zero, stablePaused: &yes, phase: PhaseProgressing}},
+		{name: "1. the canary paused at 4, its status not yet caught up, its ReplicaSet reporting 3 available: the stable is left as it is",
+			stable: stableAt(2), canary: laggingCanary, rsets: []*appsv1.ReplicaSet{ownRS(laggingCanary, "web-canary-7d9c556656", 4, 4, 3), stableRS},
+			pods: owned, want: want{canaryReplicas: &four, phase: PhaseProgressing}},
 		{name: "2. the canary paused: the stable is paused at 0", stable: stableAt(2), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableRS}, pods: owned, want: want{stableReplicas: &zero, stablePaused: &yes, phase: PhaseProgressing}},
 		{name: "2. the stable paused, a canary pod restarting: the hand-over goes on", stable: stableAt(0, paused),

@@ -1,6 +1,8 @@
 package strategies
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,3 +124,18 @@ func replicaSet(name string, rev string, template corev1.PodTemplateSpec, plimso
 
 // ptrTo returns a pointer to v.
 func ptrTo[T any](v T) *T { return &v }
+
+// ownRS is a ReplicaSet that Deployment d controls, of d's template,
+// asking for spec pods and reporting replicas of them, available of them
+// available, its latest spec observed.
+func ownRS(d *appsv1.Deployment, name string, spec, replicas, available int32) *appsv1.ReplicaSet {
+	tmpl := d.Spec.Template.DeepCopy()
+	tmpl.Labels[LabelPodTemplateHash] = name[strings.LastIndex(name, "-")+1:]
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.Namespace, Generation: 3,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptrTo(spec), Template: *tmpl},
+		Status: appsv1.ReplicaSetStatus{ObservedGeneration: 3, Replicas: replicas,
+			ReadyReplicas: available, AvailableReplicas: available},
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
@@ -149,6 +150,46 @@ func fullyAvailable(d *appsv1.Deployment, n int32) bool {
 	}
 	st := d.Status
 	return st.Replicas == n && st.UpdatedReplicas == n && st.AvailableReplicas == n
+}
+
+// replicaSetRuns returns what the ReplicaSet controller last reported of
+// the pods of Deployment d, and whether that report describes d as it is:
+// the ReplicaSet of d's template is the only one d controls that asks for
+// pods or runs any, it asks for d's count, and the ReplicaSet controller
+// observed that. It is the Deployment's status without the Deployment
+// controller in between, which reports the same counts after it syncs d,
+// seconds later when it is busy. A count plimsoll did not write to the
+// ReplicaSet (the Deployment controller's own rolling update, a
+// ReplicaSet it has yet to make) reads as not reported.
+func replicaSetRuns(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (appsv1.ReplicaSetStatus, bool) {
+	var own *appsv1.ReplicaSet
+	for _, rs := range rsets {
+		switch {
+		case !metav1.IsControlledBy(rs, d):
+		case own == nil && SameTemplate(rs.Spec.Template, d.Spec.Template):
+			own = rs
+		case rs.Spec.Replicas == nil || *rs.Spec.Replicas > 0 || rs.Status.Replicas > 0:
+			return appsv1.ReplicaSetStatus{}, false
+		}
+	}
+	if own == nil || own.Spec.Replicas == nil || *own.Spec.Replicas != liveReplicas(d) ||
+		own.Status.ObservedGeneration < own.Generation {
+		return appsv1.ReplicaSetStatus{}, false
+	}
+	return own.Status, true
+}
+
+// runsAvailable reports whether d runs exactly n pods, all of its template
+// and available: by the ReplicaSet controller's report where it describes
+// d (see replicaSetRuns), else by the Deployment controller's (see
+// fullyAvailable).
+func runsAvailable(d *appsv1.Deployment, n int32, rsets []*appsv1.ReplicaSet) bool {
+	if d != nil && liveReplicas(d) == n {
+		if st, ok := replicaSetRuns(rsets, d); ok && st.Replicas == n && st.AvailableReplicas == n {
+			return true
+		}
+	}
+	return fullyAvailable(d, n)
 }
 
 // scaledDown reports whether d is absent, or asks for no pods and runs none.

@@ -93,3 +93,39 @@ func checkStatus(t *testing.T, got Status, desired Desired, phase Phase, revisio
 	}
 	checkMessage(t, got.Message, words)
 }
+
+// TestReplicaSetRuns reads a Deployment's pods from the ReplicaSet
+// controller's report only when that report describes the Deployment as
+// it is: its template's ReplicaSet alone asks for pods, at its count, and
+// was observed at that count.
+func TestReplicaSetRuns(t *testing.T) {
+	d := stableDeploy(v3, sized(3), withGeneration(5, 4)) // the Deployment controller lags
+	other := deployment(v4, named("web-canary"), func(d *appsv1.Deployment) { d.UID = "canary-uid" })
+	own := ownRS(d, "web-5f6d7c8b9a", 3, 3, 3)
+	unobserved := ownRS(d, "web-5f6d7c8b9a", 3, 4, 4)
+	unobserved.Generation = 4
+	for _, tt := range []struct {
+		name  string
+		rsets []*appsv1.ReplicaSet
+		want  bool
+	}{
+		{"its template's ReplicaSet at its count, observed", []*appsv1.ReplicaSet{own}, true},
+		{"an older ReplicaSet at 0 beside it", []*appsv1.ReplicaSet{own, ownRS(stableDeploy(v4, sized(3)), "web-7c8d9e0f1a", 0, 0, 0)}, true},
+		{"no ReplicaSet of its template yet", nil, false},
+		{"its ReplicaSet asks for 4, the Deployment for 3", []*appsv1.ReplicaSet{ownRS(d, "web-5f6d7c8b9a", 4, 4, 4)}, false},
+		{"its ReplicaSet's count not yet observed", []*appsv1.ReplicaSet{unobserved}, false},
+		{"an older ReplicaSet still runs a pod", []*appsv1.ReplicaSet{own, ownRS(stableDeploy(v4, sized(3)), "web-7c8d9e0f1a", 0, 1, 1)}, false},
+		{"an older ReplicaSet still asks for one", []*appsv1.ReplicaSet{own, ownRS(stableDeploy(v4, sized(3)), "web-7c8d9e0f1a", 1, 0, 0)}, false},
+		{"the ReplicaSet of another Deployment", []*appsv1.ReplicaSet{ownRS(other, "web-canary-5f6d7c8b9a", 3, 3, 3)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, ok := replicaSetRuns(tt.rsets, d)
+			if ok != tt.want {
+				t.Fatalf("replicaSetRuns = %v, want %v", ok, tt.want)
+			}
+			if ok && st.Replicas != 3 {
+				t.Errorf("reported %d pods, want the ReplicaSet's 3", st.Replicas)
+			}
+		})
+	}
+}
