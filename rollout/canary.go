@@ -160,7 +160,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	switch live := cy.canary; {
 	case live != nil && live.DeletionTimestamp != nil:
 		// Deleted after a hand-over: a new one is made once it is gone.
-	case live != nil && live.Spec.Paused:
+	case live != nil && live.Spec.Paused && !strategies.IdleCanary(live):
 		// Paused by a hand-over (see strategies.planHandOver), which goes
 		// through with the template it has; a new revision's template goes
 		// to the canary made after it.
@@ -173,6 +173,8 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: track}, canaryTemplate(git), replicas)
 		if live != nil {
 			want.ObjectMeta = c.refreshed(live, git).ObjectMeta
+		} else {
+			want.Spec.Paused = true // idle until the next revision: see strategies.IdleCanary
 		}
 		if !stampedWith(live, desired) { // else changed by hand: the same revision
 			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))

@@ -135,8 +135,8 @@ func TestCanaryStepOrder(t *testing.T) {
 	if api.Spec.Paused {
 		t.Error("api is paused after the rollout, want it resumed")
 	}
-	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canary.Spec.Replicas != 0 || canary.Spec.Paused {
-		t.Errorf("after the rollout: api %s, api-canary at %d (paused %v); want Healthy, and 0 not paused",
+	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canary.Spec.Replicas != 0 || !canary.Spec.Paused {
+		t.Errorf("after the rollout: api %s, api-canary at %d (paused %v); want Healthy, and the new canary idle: 0, paused",
 			api.Annotations[contract.AnnotationPhase], *canary.Spec.Replicas, canary.Spec.Paused)
 	}
 	if got, stable := canary.Spec.Selector.MatchLabels[contract.LabelTrack], api.Spec.Template.Labels[contract.LabelTrack]; got == stable {

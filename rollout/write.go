@@ -83,6 +83,9 @@ func (c *Controller) setRole(ctx context.Context, d *appsv1.Deployment, role str
 func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Deployment) error {
 	if live == nil {
 		created, err := c.writerOf(want).AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		if err == nil && created.Spec.Paused {
+			created, err = c.notePause(ctx, created)
+		}
 		if err != nil {
 			return fmt.Errorf("create Deployment %s: %w", want.Name, err)
 		}

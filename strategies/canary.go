@@ -311,7 +311,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 			status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s: every stable pod serving again before the promotion", revision)
 			return plan
 		}
-		if handsOver(desired, o) {
+		if n > 0 && handsOver(desired, o) {
 			return planHandOver(plan, o, n, revision)
 		}
 		// Full promotion: stable takes the new template at N.
@@ -572,7 +572,7 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 			orphansServing = append(orphansServing, p.Name)
 		}
 	}
-	if o.Canary != nil && o.Canary.Spec.Paused {
+	if o.Canary != nil && o.Canary.Spec.Paused && !IdleCanary(o.Canary) {
 		// A canary Deployment paused by a hand-over works again.
 		plan.CanaryPaused = new(bool)
 	}

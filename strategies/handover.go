@@ -62,7 +62,8 @@ import (
 //     ReplicaSets get their label back and the stable as their owner
 //     (at 0, its history), and it is resumed; a new canary Deployment at 0 is made
 //     for the next revision, with the other track (its selector must not
-//     select the stable's pods, which carry this one's).
+//     select the stable's pods, which carry this one's), paused so that it
+//     makes no ReplicaSet until then (see IdleCanary).
 //
 // No pod is made or deleted but the stable's old ones, and the Service's
 // ready endpoints are the canary's 4 pods from step 2 on. A daemon killed
@@ -180,13 +181,26 @@ func adopting(o CanaryObserved) bool {
 }
 
 // handingOver reports whether a hand-over of workload o is past step 1:
-// the canary Deployment is paused, with a template to hand over, and the
-// stable Deployment does not run it yet.
+// the canary Deployment is paused at its full count, with a template to
+// hand over, and the stable Deployment does not run it yet.
 func handingOver(o CanaryObserved) bool {
 	c := o.Canary
-	return c != nil && c.Spec.Paused && c.DeletionTimestamp == nil && o.Stable != nil &&
+	return c != nil && c.Spec.Paused && !IdleCanary(c) && c.DeletionTimestamp == nil && o.Stable != nil &&
 		c.Spec.Template.Labels[contract.LabelTrack] != "" && c.Spec.Template.Labels[contract.LabelServing] == "true" &&
 		!equality.Semantic.DeepEqual(c.Spec.Template, o.Stable.Spec.Template)
+}
+
+// IdleCanary reports whether canary Deployment d is one made to wait for
+// the next revision: paused at 0. A canary Deployment is made at 0 for a
+// workload's first revision and after each hand-over, and paused so that
+// the Deployment controller makes no ReplicaSet for it (a ReplicaSet,
+// its status and two copies of the workload's status per revision, all
+// for a template no pod runs); the next revision's template goes to it
+// with the pause lifted, in the write of its first step. A hand-over
+// pauses a canary at its full count, never at 0 (a workload of 0 is
+// promoted, not handed over).
+func IdleCanary(d *appsv1.Deployment) bool {
+	return d != nil && d.Spec.Paused && liveReplicas(d) == 0
 }
 
 // handedOver reports whether the canary Deployment of o is the one a

@@ -199,6 +199,51 @@ func TestPlanHandOverNotTaken(t *testing.T) {
 	}
 }
 
+// TestIdleCanary: a canary Deployment paused at 0 waits for the next
+// revision, and is no hand-over: the workload at rest stays Healthy and
+// nothing is written to either Deployment; a hand-over's canary is
+// paused at its full count. A workload of 0 is promoted, not handed over,
+// so that no hand-over's canary is ever paused at 0.
+func TestIdleCanary(t *testing.T) {
+	// As plimsoll makes it: its template carries the serving label and a
+	// track, the other one than the stable pods'.
+	idle := canaryDeploy(v4, sized(0), paused, withTemplateLabel(contract.LabelServing, "true"))
+	for _, tt := range []struct {
+		name string
+		d    *appsv1.Deployment
+		want bool
+	}{
+		{"paused at 0", idle, true},
+		{"paused at 4 by a hand-over", canaryDeploy(v4, sized(4), paused), false},
+		{"at 0, not paused (made before canaries idled paused)", canaryDeploy(v4, sized(0)), false},
+		{"absent", nil, false},
+	} {
+		if got := IdleCanary(tt.d); got != tt.want {
+			t.Errorf("%s: IdleCanary = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	healthy4 := Status{Phase: PhaseHealthy, Revision: 4, Hash: h4, Commit: commitV4, Message: "revision 4 (commit def5678): 4/4 available"}
+	o := CanaryObserved{Stable: stableDeploy(v4, sized(4)), Canary: idle, ServiceSelectsServing: true, Now: t0}
+	if handingOver(o) || handedOver(o) || adopting(o) {
+		t.Errorf("an idle canary read as a hand-over: handing over %v, handed over %v, adopting %v", handingOver(o), handedOver(o), adopting(o))
+	}
+	plan := PlanCanary(canaryDesired(4, DefaultSteps), healthy4, o)
+	if plan.Status.Phase != PhaseHealthy || plan.CanaryPaused != nil || plan.StablePaused != nil || plan.Stable != StableKeep ||
+		len(plan.HoldOut) > 0 || len(plan.DeleteReplicaSets) > 0 {
+		t.Errorf("at rest with an idle canary: phase %s, canary paused %v, stable paused %v, stable %v, hold out %v, delete %v; want Healthy and nothing done",
+			plan.Status.Phase, plan.CanaryPaused, plan.StablePaused, plan.Stable, plan.HoldOut, plan.DeleteReplicaSets)
+	}
+
+	zero := canaryDesired(0, "100%")
+	o = CanaryObserved{Stable: stableDeploy(v3, sized(0)), Canary: canaryDeploy(v4, sized(0), withTemplateLabel(contract.LabelServing, "true")),
+		ServiceSelectsServing: true, Now: t0}
+	zero.Hash = hashOf(o.Canary)
+	if plan := PlanCanary(zero, progressing4, o); plan.Stable != StablePromote || plan.CanaryPaused != nil {
+		t.Errorf("a workload of 0 at 100%%: stable %v, canary paused %v; want StablePromote, the canary left as it is", plan.Stable, plan.CanaryPaused)
+	}
+}
+
 // TestOtherTrack: a new canary's track is never the stable pods'.
 func TestOtherTrack(t *testing.T) {
 	for stable, want := range map[string]string{"": contract.TrackCanary, contract.TrackCanary: contract.TrackCanaryNext,
