@@ -177,6 +177,12 @@ type CanaryPlan struct {
 // lasts at least 30s after its canary pod serves, step 2 at least 30s.
 func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) CanaryPlan {
 	plan := planCanary(desired, recorded, o)
+	if IdleCanary(o.Canary) && plan.CanaryReplicas != nil && *plan.CanaryReplicas > 0 && plan.CanaryPaused == nil {
+		// An idle canary asked for pods runs again, in the same write: one
+		// made paused with a revision's template (a workload switched to
+		// canary with a new image) as much as one given the next revision.
+		plan.CanaryPaused = new(bool)
+	}
 	if plan.Status.FailedHash != desired.Hash {
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Canary, o.Pods, desired.Hash, recorded, o.Now))
 	}

@@ -235,6 +235,18 @@ func TestIdleCanary(t *testing.T) {
 			plan.Status.Phase, plan.CanaryPaused, plan.StablePaused, plan.Stable, plan.HoldOut, plan.DeleteReplicaSets)
 	}
 
+	// A workload switched to canary with a new image: its canary was made
+	// idle with the revision's template, and its first step lifts the
+	// pause as it asks for the step's pod.
+	o = CanaryObserved{Stable: stableDeploy(v3, sized(4)), Canary: canaryDeploy(v4, sized(0), paused, withTemplateLabel(contract.LabelServing, "true")),
+		ServiceSelectsServing: true, Now: t0}
+	first := canaryDesired(4, DefaultSteps)
+	first.Hash = hashOf(o.Canary)
+	plan = PlanCanary(first, progressing4, o)
+	if plan.CanaryReplicas == nil || *plan.CanaryReplicas != 1 || plan.CanaryPaused == nil || *plan.CanaryPaused {
+		t.Errorf("the first step on an idle canary: canary at %v, paused %v; want 1, the pause lifted", plan.CanaryReplicas, plan.CanaryPaused)
+	}
+
 	zero := canaryDesired(0, "100%")
 	o = CanaryObserved{Stable: stableDeploy(v3, sized(0)), Canary: canaryDeploy(v4, sized(0), withTemplateLabel(contract.LabelServing, "true")),
 		ServiceSelectsServing: true, Now: t0}
