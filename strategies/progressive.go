@@ -180,16 +180,18 @@ func replicaSetRuns(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (appsv1.Re
 }
 
 // runsAvailable reports whether d runs exactly n pods, all of its template
-// and available: by the ReplicaSet controller's report where it describes
-// d (see replicaSetRuns), else by the Deployment controller's (see
-// fullyAvailable).
+// and available: by the Deployment controller's report (see
+// fullyAvailable), or, where that controller has not caught up, by the
+// ReplicaSet controller's where it describes d (see replicaSetRuns).
 func runsAvailable(d *appsv1.Deployment, n int32, rsets []*appsv1.ReplicaSet) bool {
-	if d != nil && liveReplicas(d) == n {
-		if st, ok := replicaSetRuns(rsets, d); ok && st.Replicas == n && st.AvailableReplicas == n {
-			return true
-		}
+	if fullyAvailable(d, n) {
+		return true
 	}
-	return fullyAvailable(d, n)
+	if d == nil || liveReplicas(d) != n {
+		return false
+	}
+	st, ok := replicaSetRuns(rsets, d)
+	return ok && st.Replicas == n && st.AvailableReplicas == n
 }
 
 // scaledDown reports whether d is absent, or asks for no pods and runs none.
