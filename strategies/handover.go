@@ -45,11 +45,12 @@ import (
 //     until 4 canary pods serve and are available;
 //  2. the stable is paused and scaled to 0 (its 2 pods go; 4 still
 //     serve);
-//  3. once it runs none, its ReplicaSets (all at 0) are taken out of its
-//     selector, each by taking away one label the selector asks for
-//     (see HeldOut), and losing the stable as its owner in the same
-//     patch (the release the Deployment controller would make); the
-//     canary's ReplicaSets of earlier revisions (at 0) are deleted;
+//  3. once it runs none (see runsNone), its ReplicaSets (all at 0) are
+//     taken out of its selector, each by taking away one label the
+//     selector asks for (see HeldOut), and losing the stable as its
+//     owner in the same patch (the release the Deployment controller
+//     would make); the canary's ReplicaSets of earlier revisions (at 0)
+//     are deleted;
 //  4. once the stable controls no ReplicaSet, it takes the canary
 //     Deployment's very template and 4 replicas, still paused: it has
 //     no ReplicaSet to scale, and makes none;
@@ -127,7 +128,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	held, deleted, left := holdOut(o.ReplicaSets, o.Stable)
 	older, olderLeft := olderReplicaSets(o.ReplicaSets, o.Canary)
 	switch {
-	case !scaledDown(o.Stable):
+	case !runsNone(o.Stable, o.ReplicaSets):
 		// The stable's own pods have not all gone yet.
 	case left || olderLeft:
 		// 3. A held-out ReplicaSet loses its owner in the patch that

@@ -62,6 +62,14 @@ func TestPlanHandOver(t *testing.T) {
 	stableRS := rs("web-5f6d7c8b9a", stableAt(0), stableAt(0).Spec.Template)
 	stableHeld := rs("web-5f6d7c8b9a", stableAt(0), stableAt(0).Spec.Template, heldOutRS)
 	stableReleased := rs("web-5f6d7c8b9a", nil, stableAt(0).Spec.Template, heldOutRS)
+	// stableRSAt is the stable's ReplicaSet asking for spec pods and
+	// running replicas, as the ReplicaSet controller reported after
+	// observing generation observed of 3.
+	stableRSAt := func(spec, replicas int32, observed int64) *appsv1.ReplicaSet {
+		r := ownRS(stableAt(0), stableRS.Name, spec, replicas, replicas)
+		r.Labels, r.Status.ObservedGeneration = map[string]string{"app": "web"}, observed
+		return r
+	}
 	rolledBackTo := rs("web-canary-1a2b3c4d5e", nil, pausedCanary.Spec.Template, heldOutRS) // an earlier revision of the same template
 	owned := []Pod{serving("c0"), serving("c1"), serving("c2"), serving("c3")}
 	four, zero, yes, no := int32(4), int32(0), true, false
@@ -110,6 +118,17 @@ func TestPlanHandOver(t *testing.T) {
 			pods: append(slices.Clone(owned[:3]), starting("c3")), want: want{holdOut: held, phase: PhaseProgressing}},
 		{name: "2. the stable paused, its pods going: it waits", stable: stableAt(0, paused, withPods(2, 2, 2, 2)), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableRS}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "2. the stable paused, its status not caught up, its ReplicaSet at 0 of 0: its ReplicaSets are held out",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 0, 3)}, pods: owned,
+			want: want{holdOut: held, phase: PhaseProgressing}},
+		{name: "2. the stable paused, its status not caught up, its ReplicaSet at 0 still running 1: it waits",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 1, 3)}, pods: owned,
+			want: want{phase: PhaseProgressing}},
+		{name: "2. the stable paused, its ReplicaSet at 0 not yet observed by the ReplicaSet controller: it waits",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 0, 2)}, pods: owned, want: want{phase: PhaseProgressing}},
 		{name: "3. the stable runs none: its ReplicaSets are held out, the canary's earlier ones deleted", stable: stableAt(0, paused), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, olderCanaryRS, stableRS}, pods: owned,
 			want: want{holdOut: held, deleteReplicaSets: []string{olderCanaryRS.Name}, phase: PhaseProgressing}},

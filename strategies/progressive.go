@@ -207,6 +207,33 @@ func scaledDown(d *appsv1.Deployment) bool {
 	return d == nil || (liveReplicas(d) == 0 && d.Status.Replicas == 0)
 }
 
+// runsNone reports whether d asks for no pods and runs none (see
+// scaledDown): by the Deployment controller's report, or, where that
+// controller has not caught up, by the ReplicaSet controller's: every
+// ReplicaSet d controls asks for none and reported none after observing
+// that. plimsoll scales the ReplicaSet of d's template in the write that
+// scales d (see the rollout package's mirror), so the pods go without
+// the Deployment controller, and its report of them followed 7 s later
+// over 50 canaries, a wait of every hand-over's step 3.
+func runsNone(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet) bool {
+	if scaledDown(d) {
+		return true
+	}
+	if liveReplicas(d) != 0 {
+		return false
+	}
+	for _, rs := range rsets {
+		if !metav1.IsControlledBy(rs, d) {
+			continue
+		}
+		if rs.Spec.Replicas == nil || *rs.Spec.Replicas != 0 || rs.Status.Replicas != 0 ||
+			rs.Status.ObservedGeneration < rs.Generation {
+			return false
+		}
+	}
+	return true
+}
+
 // hashOf is the LiveHash of d's template, "" for a nil d.
 func hashOf(d *appsv1.Deployment) string {
 	if d == nil {
