@@ -138,7 +138,8 @@ type CanaryPlan struct {
 // PlanCanary plans one step of a canary workload from what Git wants
 // (desired), what is recorded (recorded) and what runs (observed). While
 // the Deployment controller has not observed a Deployment's latest spec,
-// the recorded phase and message stand (see keepWhileLagging).
+// the recorded phase and message stand (see keepWhileLagging), unless the
+// plan moves the step on.
 //
 // Worked through with N = 4 and steps "25%, pause, 50%, pause, 100%":
 //
@@ -186,7 +187,14 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	if plan.Status.FailedHash != desired.Hash {
 		plan.RequeueAfter = sooner(plan.RequeueAfter, untilStalled(o.Canary, o.Pods, desired.Hash, recorded, o.Now))
 	}
-	keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
+	if plan.Step == o.Step && plan.StepSince.Equal(o.StepSince) {
+		// A step reached or begun is written anyway: its message goes
+		// with it. Held, it went out in a write of its own once the
+		// Deployment controller caught up, a second write of both
+		// Deployments for each step (two per step over 50 canaries,
+		// seconds apart).
+		keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
+	}
 	plan.Actions = sequenceCanary(plan, o, replicasOf(desired.Desired))
 	return plan
 }

@@ -237,10 +237,10 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: one},
 		},
 		{
-			name:     "25%: the Deployment controller has not observed the stable's 3, its ReplicaSet runs 3 of 3: done, step 2 in the same plan",
+			name:     "25%: the Deployment controller has not observed the stable's 3, its ReplicaSet runs 3 of 3: done, step 2 in the same plan, its message with it",
 			recorded: withMessage(progressing4, "canary step 1/5: going to 25% (1/4 pods)"),
 			stable:   lagging3, canary: cy(1), pods: []Pod{serving("c0")}, rsets: []*appsv1.ReplicaSet{ownRS(lagging3, "web-5f6d7c8b9a", 3, 3, 3)},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 1/5: going to 25% (1/4 pods)"}, stable: three, canary: one,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/5", "(1/4 pods serving)"}, stable: three, canary: one,
 				step: 1, since: sinceNow, requeue: 30 * time.Second},
 		},
 		{
