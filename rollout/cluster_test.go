@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,10 @@ func (k *cluster) settle() {
 			}
 			rsets[current] = created
 		}
+		revised := false
+		if rs := rsets[current]; rs != nil && metav1.IsControlledBy(rs, d) && strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
+			revised = k.revise(d, rs, rsets)
+		}
 		running := int32(0)
 		for rsName, rs := range rsets {
 			if !metav1.IsControlledBy(rs, d) {
@@ -277,7 +282,7 @@ func (k *cluster) settle() {
 		}
 		status := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: running, UpdatedReplicas: running, ReadyReplicas: running,
 			AvailableReplicas: running, Conditions: []appsv1.DeploymentCondition{progressing}}
-		if fmt.Sprint(d.Status) != fmt.Sprint(status) {
+		if revised || fmt.Sprint(d.Status) != fmt.Sprint(status) {
 			d.Status = status
 			if _, err := k.client.AppsV1().Deployments("shop").UpdateStatus(k.ctx, d, metav1.UpdateOptions{}); err != nil {
 				k.t.Fatal(err)
@@ -289,6 +294,38 @@ func (k *cluster) settle() {
 		live[name] = *p
 	}
 	k.settleEndpoints(live)
+}
+
+// revise plays the Deployment controller's revisions for d and rs, the
+// ReplicaSet of its template: rs gets the revision after the latest of
+// d's other ReplicaSets, when it has an earlier one, with d's
+// annotations copied in the same update, and d takes rs's revision. It
+// reports whether d's changed.
+func (k *cluster) revise(d *appsv1.Deployment, rs *appsv1.ReplicaSet, rsets map[string]*appsv1.ReplicaSet) bool {
+	const key = strategies.AnnotationDeploymentRevision
+	latest := int64(0)
+	for name, other := range rsets {
+		if r, err := strconv.ParseInt(other.Annotations[key], 10, 64); err == nil && name != rs.Name && metav1.IsControlledBy(other, d) {
+			latest = max(latest, r)
+		}
+	}
+	if have, _ := strconv.ParseInt(rs.Annotations[key], 10, 64); have <= latest {
+		if rs.Annotations == nil {
+			rs.Annotations = map[string]string{}
+		}
+		for k, v := range d.Annotations {
+			if !notCopied[k] {
+				rs.Annotations[k] = v
+			}
+		}
+		rs.Annotations[key] = strconv.FormatInt(latest+1, 10)
+		k.update(rs)
+	}
+	if d.Annotations[key] == rs.Annotations[key] {
+		return false
+	}
+	metav1.SetMetaDataAnnotation(&d.ObjectMeta, key, rs.Annotations[key])
+	return true
 }
 
 // replicaSetHash names the ReplicaSet of template t, as the Deployment

@@ -238,7 +238,7 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 		}
 	}
 	rs := templateReplicaSet(d, own)
-	if rs == nil {
+	if rs == nil || !revisionSettled(d, rs, own) {
 		return nil
 	}
 	delta := map[string]any{}
@@ -274,6 +274,31 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 		}
 	}
 	return nil
+}
+
+// revisionSettled reports whether the Deployment controller's next sync
+// of Deployment d leaves the revision of rs, the ReplicaSet of d's
+// template, as it is: rs carries d's revision, and no other ReplicaSet of
+// d (own: all of them, rs among them) a later one. One it has yet to make
+// d's latest (a ReplicaSet a hand-over's stable has just adopted, one it
+// has just made, a template rolled back to) gets a new revision in an
+// update of that sync whatever is copied onto it first: a copy made
+// before it was one more write, and made that update fail with a
+// conflict and wait in the controller's queue to be made again (6 s at
+// the end of a hand-over, over 50 canaries).
+func revisionSettled(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaSet) bool {
+	have := rs.Annotations[strategies.AnnotationDeploymentRevision]
+	n, err := strconv.ParseInt(have, 10, 64)
+	if err != nil || have != d.Annotations[strategies.AnnotationDeploymentRevision] {
+		return false
+	}
+	for _, other := range own {
+		r, err := strconv.ParseInt(other.Annotations[strategies.AnnotationDeploymentRevision], 10, 64)
+		if other.UID != rs.UID && err == nil && r >= n {
+			return false
+		}
+	}
+	return true
 }
 
 // scalingMessage is the line of a ScalingReplicaSet Event, as the
