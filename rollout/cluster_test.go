@@ -369,6 +369,19 @@ func (k *cluster) controls(d *appsv1.Deployment, name string) bool {
 	return err == nil && metav1.IsControlledBy(rs, d)
 }
 
+// replicaSetOf returns the ReplicaSet d controls that runs its template,
+// nil for none.
+func (k *cluster) replicaSetOf(d *appsv1.Deployment) *appsv1.ReplicaSet {
+	k.t.Helper()
+	_, rsets, _ := k.listAll()
+	for _, rs := range rsets {
+		if metav1.IsControlledBy(rs, d) && strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
+			return rs
+		}
+	}
+	return nil
+}
+
 // controlled counts the ReplicaSets Deployment d controls.
 func (k *cluster) controlled(d *appsv1.Deployment) int {
 	k.t.Helper()

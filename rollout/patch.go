@@ -230,15 +230,20 @@ var notCopied = map[string]bool{
 // would have recorded on the Deployment is recorded here, in the same
 // words, so that `kubectl describe deployment` tells the same story.
 func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployment) error {
-	var own []*appsv1.ReplicaSet
+	// history is own and the stable's ReplicaSets a hand-over holds out,
+	// which are its own again by the Deployment controller's next sync.
+	var own, history []*appsv1.ReplicaSet
 	for _, rs := range w.rsets {
-		if metav1.IsControlledBy(rs, d) {
+		switch {
+		case metav1.IsControlledBy(rs, d):
 			// What was written before the cache had it is not written again.
 			own = append(own, c.mirrored.newest(rs))
+		case d.Name == w.name && rs.Annotations[contract.AnnotationHeldOut] != "" && metav1.GetControllerOf(rs) == nil:
+			history = append(history, rs)
 		}
 	}
 	rs := templateReplicaSet(d, own)
-	if rs == nil || !revisionSettled(d, rs, own) {
+	if rs == nil || !revisionSettled(d, rs, append(history, own...)) {
 		return nil
 	}
 	delta := map[string]any{}
@@ -279,7 +284,8 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 // revisionSettled reports whether the Deployment controller's next sync
 // of Deployment d leaves the revision of rs, the ReplicaSet of d's
 // template, as it is: rs carries d's revision, and no other ReplicaSet of
-// d (own: all of them, rs among them) a later one. One it has yet to make
+// d (own: all of them, rs among them, and those held out of it) a later
+// one. One it has yet to make
 // d's latest (a ReplicaSet a hand-over's stable has just adopted, one it
 // has just made, a template rolled back to) gets a new revision in an
 // update of that sync whatever is copied onto it first: a copy made

@@ -140,8 +140,9 @@ func checkOneWriteEach(t *testing.T, i int, r []string) {
 // TestStatusCopiedToReplicaSet: the status a plan writes on a Deployment
 // is written on the ReplicaSet of its template too, after the
 // Deployment, as the Deployment controller would copy it (with an update
-// of its own, from its budget; see mirror). The fake API
-// server copies nothing: every ReplicaSet that runs a Deployment's
+// of its own, from its budget; see mirror). The fake Deployment
+// controller copies only with a new revision (see revise): every
+// ReplicaSet that runs a Deployment's
 // template carries its status once the rollout is quiet. The idle canary
 // made after the hand-over has none (see strategies.IdleCanary).
 func TestStatusCopiedToReplicaSet(t *testing.T) {
@@ -173,6 +174,28 @@ func TestStatusCopiedToReplicaSet(t *testing.T) {
 		if copied != want {
 			t.Errorf("%s (paused %v at %d) has %d ReplicaSets of its template, want %d", name, d.Spec.Paused, *d.Spec.Replicas, copied, want)
 		}
+	}
+}
+
+// TestNoCopyBeforeRevision: the write that resumes a hand-over's stable
+// copies nothing onto the canary's ReplicaSet it has just adopted, nor
+// does the write that gives the held-out ReplicaSets back: the Deployment
+// controller gives that ReplicaSet the revision after theirs, with the
+// annotations, in one update of its own (see revisionSettled).
+func TestNoCopyBeforeRevision(t *testing.T) {
+	k := newCluster(t, "api")
+	k.toV2(canaryAnnotations)
+	rounds := k.untilQuiet()
+	i := roundOf(rounds, "update deployments/api status condition=DeploymentResumed")
+	if i < 0 {
+		t.Fatalf("the stable was never resumed:\n%s", show(rounds))
+	}
+	if j := find(rounds[i], "patch replicasets/api-canary-"); j >= 0 {
+		t.Errorf("round %d copies onto the adopted ReplicaSet before its revision: %s\n%s", i, rounds[i][j], show(rounds))
+	}
+	rs := k.replicaSetOf(k.deployment("api"))
+	if rs == nil || rs.Annotations[strategies.AnnotationDeploymentRevision] != "2" || rs.Annotations[contract.AnnotationPhase] != string(strategies.PhaseHealthy) {
+		t.Errorf("the stable's ReplicaSet %v, want the adopted one at revision 2 (after the stable's 1), Healthy", rs)
 	}
 }
 
