@@ -305,17 +305,17 @@ func (k *cluster) revise(d *appsv1.Deployment, rs *appsv1.ReplicaSet, rsets map[
 	const key = strategies.AnnotationDeploymentRevision
 	latest := int64(0)
 	for name, other := range rsets {
-		if r, err := strconv.ParseInt(other.Annotations[key], 10, 64); err == nil && name != rs.Name && metav1.IsControlledBy(other, d) {
-			latest = max(latest, r)
+		if name != rs.Name && metav1.IsControlledBy(other, d) {
+			latest = max(latest, strategies.DeploymentRevision(other))
 		}
 	}
-	if have, _ := strconv.ParseInt(rs.Annotations[key], 10, 64); have <= latest {
+	if strategies.DeploymentRevision(rs) <= latest {
 		if rs.Annotations == nil {
 			rs.Annotations = map[string]string{}
 		}
-		for k, v := range d.Annotations {
-			if !notCopied[k] {
-				rs.Annotations[k] = v
+		for name, value := range d.Annotations {
+			if !notCopied[name] {
+				rs.Annotations[name] = value
 			}
 		}
 		rs.Annotations[key] = strconv.FormatInt(latest+1, 10)

@@ -230,20 +230,20 @@ var notCopied = map[string]bool{
 // would have recorded on the Deployment is recorded here, in the same
 // words, so that `kubectl describe deployment` tells the same story.
 func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployment) error {
-	// history is own and the stable's ReplicaSets a hand-over holds out,
-	// which are its own again by the Deployment controller's next sync.
-	var own, history []*appsv1.ReplicaSet
+	// held are the stable's ReplicaSets a hand-over holds out, its own
+	// again by the Deployment controller's next sync.
+	var own, held []*appsv1.ReplicaSet
 	for _, rs := range w.rsets {
 		switch {
 		case metav1.IsControlledBy(rs, d):
 			// What was written before the cache had it is not written again.
 			own = append(own, c.mirrored.newest(rs))
-		case d.Name == w.name && rs.Annotations[contract.AnnotationHeldOut] != "" && metav1.GetControllerOf(rs) == nil:
-			history = append(history, rs)
+		case d.Name == w.name && strategies.IsHeldOut(rs):
+			held = append(held, rs)
 		}
 	}
 	rs := templateReplicaSet(d, own)
-	if rs == nil || !revisionSettled(d, rs, append(history, own...)) {
+	if rs == nil || !revisionSettled(d, rs, append(held, own...)) {
 		return nil
 	}
 	delta := map[string]any{}
@@ -285,22 +285,19 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 // of Deployment d leaves the revision of rs, the ReplicaSet of d's
 // template, as it is: rs carries d's revision, and no other ReplicaSet of
 // d (own: all of them, rs among them, and those held out of it) a later
-// one. One it has yet to make
-// d's latest (a ReplicaSet a hand-over's stable has just adopted, one it
-// has just made, a template rolled back to) gets a new revision in an
-// update of that sync whatever is copied onto it first: a copy made
-// before it was one more write, and made that update fail with a
-// conflict and wait in the controller's queue to be made again (6 s at
-// the end of a hand-over, over 50 canaries).
+// one. One it has yet to make d's latest (a ReplicaSet a hand-over's
+// stable has just adopted, one it has just made, a template rolled back
+// to) gets a new revision in an update of that sync whatever is copied
+// onto it first: a copy made before it was one more write, and made that
+// update fail with a conflict and wait in the controller's queue to be
+// made again (6 s at the end of a hand-over, over 50 canaries).
 func revisionSettled(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaSet) bool {
-	have := rs.Annotations[strategies.AnnotationDeploymentRevision]
-	n, err := strconv.ParseInt(have, 10, 64)
-	if err != nil || have != d.Annotations[strategies.AnnotationDeploymentRevision] {
+	n := strategies.DeploymentRevision(rs)
+	if n < 0 || rs.Annotations[strategies.AnnotationDeploymentRevision] != d.Annotations[strategies.AnnotationDeploymentRevision] {
 		return false
 	}
 	for _, other := range own {
-		r, err := strconv.ParseInt(other.Annotations[strategies.AnnotationDeploymentRevision], 10, 64)
-		if other.UID != rs.UID && err == nil && r >= n {
+		if other.UID != rs.UID && strategies.DeploymentRevision(other) >= n {
 			return false
 		}
 	}

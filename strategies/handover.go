@@ -263,6 +263,14 @@ func heldLabel(rs *appsv1.ReplicaSet) (key, value string) {
 	return key, value
 }
 
+// IsHeldOut reports whether ReplicaSet rs gave up a label to a hand-over
+// (see HeldOut) and no owner holds it: the stable Deployment's again
+// once the label is given back.
+func IsHeldOut(rs *appsv1.ReplicaSet) bool {
+	key, _ := heldLabel(rs)
+	return key != "" && metav1.GetControllerOf(rs) == nil
+}
+
 // heldOut lists the labels that ReplicaSets of rsets gave up to a
 // hand-over and that no owner holds them out of any more: given back
 // (step 6) once the stable Deployment d runs the canary's ReplicaSet.
@@ -273,7 +281,7 @@ func heldOut(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (back []HeldOut, 
 	for _, rs := range rsets {
 		key, value := heldLabel(rs)
 		switch {
-		case key == "" || rs.DeletionTimestamp != nil || metav1.GetControllerOf(rs) != nil:
+		case !IsHeldOut(rs) || rs.DeletionTimestamp != nil:
 		case SameTemplate(rs.Spec.Template, d.Spec.Template):
 			drop = append(drop, rs.Name)
 		default:

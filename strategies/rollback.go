@@ -87,7 +87,7 @@ func newer(a, b *appsv1.ReplicaSet) bool {
 	if b == nil {
 		return true
 	}
-	ra, rb := deploymentRevision(a), deploymentRevision(b)
+	ra, rb := DeploymentRevision(a), DeploymentRevision(b)
 	return ra > rb || (ra == rb && a.Name > b.Name)
 }
 
@@ -127,9 +127,9 @@ func PossibleRollback(live *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet)
 	return rollbackTarget(live, replicaSets, a[contract.AnnotationStableHash], current, a[contract.AnnotationFailedHash])
 }
 
-// deploymentRevision reads deployment.kubernetes.io/revision of rs, -1
+// DeploymentRevision reads deployment.kubernetes.io/revision of rs, -1
 // when it is missing or not a number.
-func deploymentRevision(rs *appsv1.ReplicaSet) int64 {
+func DeploymentRevision(rs *appsv1.ReplicaSet) int64 {
 	n, err := strconv.ParseInt(rs.Annotations[AnnotationDeploymentRevision], 10, 64)
 	if err != nil {
 		return -1
