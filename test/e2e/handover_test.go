@@ -224,17 +224,17 @@ func TestCanaryHandOver(t *testing.T) {
 
 // TestCanaryHandOverSIGKILL kills the daemon in the middle of a hand-over,
 // between the canary Deployment's deletion, which leaves its ReplicaSet
-// running, the stable's, and the stable Deployment's resume. The
-// controller manager, whose garbage collector finishes the canary's
-// deletion, is frozen (SIGSTOP) the moment a watch sees the stable let go
-// of its own ReplicaSets: from there the daemon needs nothing of it to
-// give the stable the canary's template and ReplicaSet and delete the
-// canary, which then stays half-deleted. With the daemon killed and the
-// controller manager thawed, the stable holds the canary's ReplicaSet,
-// paused, with no daemon running; the daemon started again resumes it.
-// The Service never has fewer than 4 ready endpoints, and the pods
-// serving in the end are the canary's. It stops a shared part of the
-// control plane: it runs on its own.
+// running, and the stable Deployment's adoption of that ReplicaSet. The
+// controller manager, whose garbage collector takes the ReplicaSet's owner
+// away and whose Deployment controller adopts it, is frozen (SIGSTOP)
+// the moment a watch sees the stable let go of its own ReplicaSets: from
+// there the daemon needs nothing of it to give the stable the canary's
+// template and delete the canary, which then stays half-deleted. With the
+// daemon killed and the controller manager thawed, the stable adopts the
+// canary's ReplicaSet with no daemon running; the daemon started again
+// resumes it. The Service never has fewer than 4 ready endpoints, and the
+// pods serving in the end are the canary's. It stops a shared part of
+// the control plane: it runs on its own.
 func TestCanaryHandOverSIGKILL(t *testing.T) {
 	h := startHandOver(t)
 	s, d, endpoints := h.s, h.d, h.endpoints
