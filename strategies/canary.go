@@ -121,12 +121,8 @@ type CanaryPlan struct {
 	CanaryPaused, StablePaused *bool
 	// OrphanCanary asks to delete the canary Deployment that a hand-over
 	// paused, with the orphan propagation policy: its ReplicaSet keeps
-	// running, the stable Deployment's.
+	// running, for the stable Deployment to adopt.
 	OrphanCanary bool
-	// HandOver names the canary Deployment's ReplicaSet that a hand-over
-	// gives to the stable Deployment before the canary goes (see
-	// ActionHandOver).
-	HandOver string
 	// HoldOut are labels to take away from the stable Deployment's
 	// ReplicaSets, Restore those to give back (see HeldOut).
 	HoldOut, Restore []HeldOut
@@ -230,9 +226,6 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		// 5. takeCanary makes a new canary at 0 for the next revision
 		// once this one is gone.
 		plan.OrphanCanary = true
-		if rs := ownReplicaSet(o.ReplicaSets, o.Canary); rs != nil {
-			plan.HandOver = rs.Name
-		}
 		status.Phase, status.Message = PhaseProgressing, handOverMessage(revision)
 		return plan
 	case adopting(o):
