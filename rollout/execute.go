@@ -63,6 +63,8 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, a.Value, false)
 		case strategies.ActionRestore:
 			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, a.Value, true)
+		case strategies.ActionHandOver:
+			err = c.handOver(ctx, x.w, a.ReplicaSet)
 		case strategies.ActionDeleteReplicaSet:
 			err = c.deleteReplicaSet(ctx, x.w, a.ReplicaSet)
 		case strategies.ActionDelete:

@@ -139,6 +139,53 @@ func (c *Controller) holdOut(ctx context.Context, w *workload, name, key, value 
 	return nil
 }
 
+// handOver gives ReplicaSet name of workload w, the canary Deployment's,
+// to the stable Deployment: one patch takes the canary's owner reference
+// away and adds the stable's (step 5 of a hand-over, see
+// strategies.planHandOver). One gone already is nothing to do.
+//
+// The canary Deployment, deleted with the orphan propagation policy right
+// after, no longer owns it, so the garbage collector has nothing to
+// release, and the stable Deployment, paused on its template at its
+// count, nothing to adopt. Left to them, the release was a patch of the
+// garbage collector's and the adoption one of the Deployment
+// controller's, from the budget of 20 requests a second every rollout
+// waits on, and the hand-over's last step waited for both queues (0.5 s
+// at the end of one canary of 50). The patch carries the ReplicaSet's
+// uid, so that it never lands on a namesake. A patch the API server
+// refuses (a namesake, an owner reference a sync's identity may not set:
+// blockOwnerDeletion asks for the right to update deployments/finalizers
+// where OwnerReferencesPermissionEnforcement is on) leaves the hand-over
+// to those two controllers' rules: the canary still goes with the orphan
+// policy, and the stable adopts what it leaves.
+func (c *Controller) handOver(ctx context.Context, w *workload, name string) error {
+	rs, stable, canary := w.replicaSet(name), w.deployment(""), w.deployment(contract.SuffixCanary)
+	if rs == nil || stable == nil || canary == nil {
+		return nil
+	}
+	meta := map[string]any{
+		"uid": rs.UID,
+		"ownerReferences": []any{
+			map[string]any{"$patch": "delete", "uid": canary.UID},
+			metav1.NewControllerRef(stable, appsv1.SchemeGroupVersion.WithKind("Deployment")),
+		},
+	}
+	err := c.patchReplicaSet(ctx, w, name, meta)
+	switch {
+	case apierrors.IsNotFound(err):
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+		// Left to the garbage collector and the Deployment controller, as
+		// the canary goes with the orphan policy.
+		c.log.Info("the canary's ReplicaSet is left to the Deployment controller to hand over", "workload", w.ns+"/"+w.name,
+			"replicaSet", name, "err", err)
+	case err != nil:
+		return fmt.Errorf("hand ReplicaSet %s to Deployment %s: %w", name, stable.Name, err)
+	default:
+		c.log.Info("handed the canary's ReplicaSet to the stable Deployment", "workload", w.ns+"/"+w.name, "replicaSet", name)
+	}
+	return nil
+}
+
 // patchReplicaSet sends a strategic merge patch of ReplicaSet name's
 // metadata.
 func (c *Controller) patchReplicaSet(ctx context.Context, w *workload, name string, meta map[string]any) error {
@@ -162,8 +209,9 @@ func (w *workload) replicaSet(name string) *appsv1.ReplicaSet {
 
 // deleteDeployment deletes Deployment name of workload w with propagation
 // policy, on the uid the caches hold: orphan leaves its ReplicaSets
-// running without an owner (the hand-over of the canary's ReplicaSet),
-// background takes them with it. One gone already is nothing to do.
+// running without an owner (a hand-over's canary, whose ReplicaSet is
+// the stable's by then: see handOver), background takes them with it.
+// One gone already is nothing to do.
 func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name string, policy metav1.DeletionPropagation) error {
 	d := w.deploys[name]
 	if d == nil {
@@ -173,9 +221,6 @@ func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name str
 		Preconditions: &metav1.Preconditions{UID: &d.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Deployment %s: %w", name, err)
-	}
-	if policy == metav1.DeletePropagationOrphan {
-		c.log.Info("handing the canary's ReplicaSet to the stable Deployment", "workload", w.ns+"/"+w.name, "deployment", name)
 	}
 	c.forgetDeployment(w.ns, name)
 	return nil

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,9 +11,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -341,11 +345,15 @@ func TestScaleOf(t *testing.T) {
 // controller settles anything: the patch that holds a stable ReplicaSet
 // out of the selector has also taken it out of the stable's hands, and
 // the one that gives it back has put it back in them (see holdOut), so
-// that neither waits for that controller's release or adoption.
+// that neither waits for that controller's release or adoption; the
+// canary's ReplicaSet is the stable's, and the canary's no more, before
+// the canary Deployment goes (see handOver), so that the stable waits
+// neither for the garbage collector's release nor for that controller's
+// adoption.
 func TestHandOverMovesOwnersItself(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryAnnotations)
-	held, given := 0, 0
+	held, given, handed := 0, 0, 0
 	for range 30 {
 		r := k.round()
 		if len(r) == 0 {
@@ -353,7 +361,7 @@ func TestHandOverMovesOwnersItself(t *testing.T) {
 		}
 		for _, line := range r {
 			name, body, ok := strings.Cut(strings.TrimPrefix(line, "patch replicasets/"), " ")
-			if !ok || !strings.HasPrefix(line, "patch replicasets/") || !strings.Contains(body, contract.AnnotationHeldOut) {
+			if !ok || !strings.HasPrefix(line, "patch replicasets/") || !strings.Contains(body, "ownerReferences") {
 				continue
 			}
 			rs, err := k.client.AppsV1().ReplicaSets("shop").Get(k.ctx, name, metav1.GetOptions{})
@@ -362,6 +370,13 @@ func TestHandOverMovesOwnersItself(t *testing.T) {
 			}
 			owner := metav1.GetControllerOf(rs)
 			switch restore := strings.Contains(body, `"`+contract.AnnotationHeldOut+`":null`); {
+			case !strings.Contains(body, contract.AnnotationHeldOut):
+				// The canary's ReplicaSet, handed to the stable before
+				// the canary Deployment goes.
+				if owner == nil || owner.Name != "api" || len(rs.OwnerReferences) != 1 {
+					t.Errorf("ReplicaSet %s handed over has owners %v, want api alone", name, rs.OwnerReferences)
+				}
+				handed++
 			case !restore && owner != nil:
 				t.Errorf("ReplicaSet %s held out still has controller %s", name, owner.Name)
 			case !restore:
@@ -373,10 +388,54 @@ func TestHandOverMovesOwnersItself(t *testing.T) {
 			}
 		}
 	}
-	if held != 1 || given != 1 {
-		t.Errorf("held out %d and gave back %d ReplicaSets, want 1 and 1", held, given)
+	if held != 1 || given != 1 || handed != 1 {
+		t.Errorf("held out %d, gave back %d and handed over %d ReplicaSets, want 1 of each", held, given, handed)
 	}
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
 		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
 	}
+}
+
+// TestHandOverRefusedLeftToControllers rolls canary "api" from v1 to v2
+// on the fake cluster with an API server that refuses the patch handing
+// the canary's ReplicaSet to the stable (as one enforcing owner reference
+// permissions refuses an identity that may not update
+// deployments/finalizers): the canary still goes with the orphan policy,
+// the fake garbage collector and Deployment controller hand the
+// ReplicaSet over as before, and the revision ends Healthy on the
+// canary's ReplicaSet.
+func TestHandOverRefusedLeftToControllers(t *testing.T) {
+	k := newCluster(t, "api")
+	k.toV2(canaryAnnotations)
+	refused := 0
+	k.client.PrependReactor("patch", "replicasets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		if body := string(p.GetPatch()); strings.Contains(body, "ownerReferences") && !strings.Contains(body, contract.AnnotationHeldOut) {
+			refused++
+			return true, nil, apierrors.NewForbidden(appsv1.Resource("replicasets"), p.GetName(), errors.New("cannot set blockOwnerDeletion"))
+		}
+		return false, nil, nil
+	})
+	rounds := k.untilQuiet()
+	if refused == 0 {
+		t.Fatalf("no hand-over patch was sent; rounds:\n%s", show(rounds))
+	}
+	roundWith(t, rounds, "delete deployments/api-canary orphan")
+	api := k.deployment("api")
+	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || api.Spec.Paused {
+		t.Errorf("api %s, paused %v after the rollout, want Healthy and resumed", api.Annotations[contract.AnnotationPhase], api.Spec.Paused)
+	}
+	list, err := k.client.AppsV1().ReplicaSets("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range list.Items {
+		if strings.HasPrefix(rs.Name, "api-canary-") && *rs.Spec.Replicas == 4 {
+			if owner := metav1.GetControllerOf(&rs); owner == nil || owner.Name != "api" {
+				t.Errorf("ReplicaSet %s at 4 has controller %v, want api", rs.Name, owner)
+			}
+			return
+		}
+	}
+	t.Errorf("no canary ReplicaSet at 4 after the rollout: %v", list.Items)
 }

@@ -44,6 +44,10 @@ const (
 	// ActionRetarget points the workload's HorizontalPodAutoscaler at its
 	// Deployment Deployment.
 	ActionRetarget
+	// ActionHandOver gives the ReplicaSet ReplicaSet, the canary
+	// Deployment's, to the stable Deployment: its owner moves from the one
+	// to the other in one patch (see planCanary, step 5 of a hand-over).
+	ActionHandOver
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -89,7 +93,7 @@ type Action struct {
 	// Paused, when set, is the spec.paused the write gives it.
 	Paused *bool
 	// ReplicaSet names the ReplicaSet of an ActionHoldOut, an
-	// ActionRestore or an ActionDeleteReplicaSet.
+	// ActionRestore, an ActionHandOver or an ActionDeleteReplicaSet.
 	ReplicaSet string
 	// Orphan makes an ActionDelete leave the Deployment's ReplicaSets
 	// running.
@@ -141,6 +145,10 @@ func sequenceCanary(plan CanaryPlan, o CanaryObserved, n int32) []Action {
 		Replicas: plan.StableReplicas, Paused: plan.StablePaused, ClearCommand: true}, plan.Stable, o))
 	switch {
 	case plan.OrphanCanary:
+		// The ReplicaSet is the stable's before its canary goes.
+		if plan.HandOver != "" {
+			actions = append(actions, Action{Kind: ActionHandOver, ReplicaSet: plan.HandOver})
+		}
 		actions = append(actions, Action{Kind: ActionDelete, Deployment: contract.SuffixCanary, Orphan: true})
 	case o.Canary != nil:
 		actions = append(actions, Action{Kind: ActionWrite, Deployment: contract.SuffixCanary, Status: true, Role: RoleCanary,

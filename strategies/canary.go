@@ -121,8 +121,12 @@ type CanaryPlan struct {
 	CanaryPaused, StablePaused *bool
 	// OrphanCanary asks to delete the canary Deployment that a hand-over
 	// paused, with the orphan propagation policy: its ReplicaSet keeps
-	// running, for the stable Deployment to adopt.
+	// running, the stable Deployment's.
 	OrphanCanary bool
+	// HandOver names the canary Deployment's ReplicaSet that a hand-over
+	// gives to the stable Deployment before the canary goes (see
+	// ActionHandOver).
+	HandOver string
 	// HoldOut are labels to take away from the stable Deployment's
 	// ReplicaSets, Restore those to give back (see HeldOut).
 	HoldOut, Restore []HeldOut
@@ -225,8 +229,17 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	case handedOver(o):
 		// 5. takeCanary makes a new canary at 0 for the next revision
 		// once this one is gone.
-		plan.OrphanCanary = true
 		status.Phase, status.Message = PhaseProgressing, handOverMessage(revision)
+		if !caughtUp(o.Stable) {
+			// The Deployment controller has not read step 4 yet: a
+			// ReplicaSet of the stable's it saw before would be an old one
+			// of a paused Deployment, scaled to 0 (see planHandOver).
+			return plan
+		}
+		plan.OrphanCanary = true
+		if rs := ownReplicaSet(o.ReplicaSets, o.Canary); rs != nil {
+			plan.HandOver = rs.Name
+		}
 		return plan
 	case adopting(o):
 		return planAdoption(plan, o, revision)

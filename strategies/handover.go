@@ -54,17 +54,28 @@ import (
 //  4. once the stable controls no ReplicaSet, it takes the canary
 //     Deployment's very template and 4 replicas, still paused: it has
 //     no ReplicaSet to scale, and makes none;
-//  5. the canary Deployment, paused on the stable's template, is deleted
-//     with the orphan propagation policy: the garbage collector takes its
-//     owner reference away from its ReplicaSet, which keeps its 4 pods,
-//     and the stable adopts it as its new ReplicaSet, at 4 of 4: nothing
-//     scales;
-//  6. once the stable controls a ReplicaSet of its template, its held-out
-//     ReplicaSets get their label back and the stable as their owner
-//     (at 0, its history), and it is resumed; a new canary Deployment at 0 is made
-//     for the next revision, with the other track (its selector must not
-//     select the stable's pods, which carry this one's), paused so that it
-//     makes no ReplicaSet until then (see IdleCanary).
+//  5. once the Deployment controller has read step 4 (the stable's
+//     status.observedGeneration is its generation), the canary's
+//     ReplicaSet, which keeps its 4 pods, is given to the stable: one
+//     patch takes the canary's owner reference away and adds the
+//     stable's (the release the garbage collector, and the adoption the
+//     Deployment controller, would make, without waiting for their
+//     queues); the stable takes it as its new ReplicaSet, at 4 of 4:
+//     nothing scales. Then the canary Deployment, paused on the stable's
+//     template, is deleted with the orphan propagation policy, so that
+//     nothing of its goes with it. The wait is the second rule's danger
+//     again: that controller watches Deployments and ReplicaSets apart,
+//     with no order between the two, and one that saw the ReplicaSet
+//     the stable's while it still held the stable of step 3 (another
+//     template, 0 replicas) would take it for an old ReplicaSet of a
+//     paused Deployment and scale it to 0;
+//  6. once the canary is gone, the stable controlling a ReplicaSet of its
+//     template, its held-out ReplicaSets get their label back and the
+//     stable as their owner (at 0, its history), and it is resumed; a new
+//     canary Deployment at 0 is made for the next revision, with the
+//     other track (its selector must not select the stable's pods, which
+//     carry this one's), paused so that it makes no ReplicaSet until then
+//     (see IdleCanary).
 //
 // No pod is made or deleted but the stable's old ones, and the Service's
 // ready endpoints are the canary's 4 pods from step 2 on. A daemon killed
@@ -148,8 +159,11 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 func planAdoption(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan {
 	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
 	adopted := ownReplicaSet(o.ReplicaSets, o.Stable) != nil
-	if !adopted && (o.Canary != nil && o.Canary.DeletionTimestamp != nil || adoptable(o.ReplicaSets, o.Stable)) {
-		return plan // 5.
+	if o.Canary != nil && o.Canary.DeletionTimestamp != nil || !adopted && adoptable(o.ReplicaSets, o.Stable) {
+		// 5. The canary goes before the stable is resumed, so that a
+		// daemon killed in between finds a paused stable that owns the
+		// canary's ReplicaSet beside a canary being deleted.
+		return plan
 	}
 	plan.StablePaused = new(bool)
 	if adopted {

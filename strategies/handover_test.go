@@ -79,6 +79,7 @@ func TestPlanHandOver(t *testing.T) {
 		stable                         StableTemplate
 		holdOut, restore               []HeldOut
 		orphanCanary                   bool
+		handOver                       string
 		deleteReplicaSets              []string
 		phase                          Phase
 	}
@@ -136,10 +137,18 @@ func TestPlanHandOver(t *testing.T) {
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableHeld}, pods: owned, want: want{phase: PhaseProgressing}},
 		{name: "4. the stable controls none: it takes the canary's template at 4, paused", stable: stableAt(0, paused), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{stable: StableHandOver, stableReplicas: &four, phase: PhaseProgressing}},
-		{name: "5. the stable on the canary's template: the canary goes, leaving its ReplicaSet", stable: handed, canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{orphanCanary: true, phase: PhaseProgressing}},
+		{name: "5. the stable on the canary's template: the canary's ReplicaSet is handed to it, and the canary goes", stable: handed,
+			canary: pausedCanary, rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned,
+			want: want{orphanCanary: true, handOver: canaryRS.Name, phase: PhaseProgressing}},
+		{name: "5. the stable on the canary's template, not yet read by the Deployment controller: it waits",
+			stable: deployment(canaryTmpl, sized(4), selects, paused, withGeneration(6, 5)), canary: pausedCanary, rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased},
+			pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "5. the ReplicaSet the stable's already (a restart in between): the canary goes", stable: handed, canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, pods: owned, want: want{orphanCanary: true, phase: PhaseProgressing}},
 		{name: "5. the canary being deleted: it waits", stable: handed, canary: deletingCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableReleased}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "5. the ReplicaSet the stable's, the canary being deleted: it waits for the canary to go", stable: handed,
+			canary: deletingCanary, rsets: []*appsv1.ReplicaSet{adoptedRS, stableReleased}, pods: owned, want: want{phase: PhaseProgressing}},
 		{name: "5. the canary gone, its ReplicaSet not adopted yet: it waits", stable: handed,
 			rsets: []*appsv1.ReplicaSet{orphanRS, stableReleased}, pods: owned, want: want{phase: PhaseProgressing}},
 		{name: "6. adopted: the stable is resumed, its history given back", stable: handed,
@@ -167,7 +176,7 @@ func TestPlanHandOver(t *testing.T) {
 			plan := PlanCanary(desired, recorded, o)
 			got := want{canaryReplicas: plan.CanaryReplicas, stableReplicas: plan.StableReplicas, canaryPaused: plan.CanaryPaused,
 				stablePaused: plan.StablePaused, stable: plan.Stable, holdOut: plan.HoldOut, restore: plan.Restore,
-				orphanCanary: plan.OrphanCanary, deleteReplicaSets: plan.DeleteReplicaSets, phase: plan.Status.Phase}
+				orphanCanary: plan.OrphanCanary, handOver: plan.HandOver, deleteReplicaSets: plan.DeleteReplicaSets, phase: plan.Status.Phase}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("plan %+v\nwant %+v\nmessage %q, actions %+v", got, tt.want, plan.Status.Message, plan.Actions)
 			}
@@ -178,7 +187,7 @@ func TestPlanHandOver(t *testing.T) {
 // TestSequenceHandOver: the actions of a hand-over's plans, in order. The
 // stable's write comes before the held-out ReplicaSets come back (a
 // paused stable would scale one it adopts back up), and the canary goes
-// with the orphan policy.
+// with the orphan policy once its ReplicaSet is the stable's.
 func TestSequenceHandOver(t *testing.T) {
 	no := false
 	stable := stableDeploy(podtemplate.Stamp(v3), sized(4), paused)
@@ -189,9 +198,10 @@ func TestSequenceHandOver(t *testing.T) {
 		!reflect.DeepEqual(actions[1], Action{Kind: ActionRestore, ReplicaSet: "web-5f6d7c8b9a", Key: "app", Value: "web"}) {
 		t.Errorf("resume: %+v, want the stable resumed, then the label given back", actions)
 	}
-	actions = sequenceCanary(CanaryPlan{OrphanCanary: true}, CanaryObserved{Stable: stable, Canary: canary}, 4)
-	if len(actions) != 2 || !reflect.DeepEqual(actions[1], Action{Kind: ActionDelete, Deployment: contract.SuffixCanary, Orphan: true}) {
-		t.Errorf("orphan: %+v, want the stable's write, then the canary deleted leaving its ReplicaSet", actions)
+	actions = sequenceCanary(CanaryPlan{OrphanCanary: true, HandOver: "web-canary-7d9c556656"}, CanaryObserved{Stable: stable, Canary: canary}, 4)
+	if len(actions) != 3 || !reflect.DeepEqual(actions[1], Action{Kind: ActionHandOver, ReplicaSet: "web-canary-7d9c556656"}) ||
+		!reflect.DeepEqual(actions[2], Action{Kind: ActionDelete, Deployment: contract.SuffixCanary, Orphan: true}) {
+		t.Errorf("orphan: %+v, want the stable's write, the canary's ReplicaSet handed to it, then the canary deleted leaving it", actions)
 	}
 }
 

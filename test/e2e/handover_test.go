@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -16,10 +18,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -222,19 +227,23 @@ func TestCanaryHandOver(t *testing.T) {
 	}
 }
 
-// TestCanaryHandOverSIGKILL kills the daemon in the middle of a hand-over,
-// between the canary Deployment's deletion, which leaves its ReplicaSet
-// running, and the stable Deployment's adoption of that ReplicaSet. The
-// controller manager, whose garbage collector takes the ReplicaSet's owner
-// away and whose Deployment controller adopts it, is frozen (SIGSTOP)
-// the moment a watch sees the stable let go of its own ReplicaSets: from
+// TestCanaryHandOverSIGKILL kills the daemon twice in the middle of a
+// hand-over. The controller manager is frozen (SIGSTOP) the moment a
+// watch sees the stable let go of its own ReplicaSets (step 3): from
 // there the daemon needs nothing of it to give the stable the canary's
-// template and delete the canary, which then stays half-deleted. With the
-// daemon killed and the controller manager thawed, the stable adopts the
-// canary's ReplicaSet with no daemon running; the daemon started again
-// resumes it. The Service never has fewer than 4 ready endpoints, and the
-// pods serving in the end are the canary's. It stops a shared part of
-// the control plane: it runs on its own.
+// template (step 4), and it must wait for the Deployment controller to
+// read that template before handing the canary's ReplicaSet over, since
+// one that saw the ReplicaSet the stable's first would scale it to 0.
+// Killed there and the controller manager thawed, the stable stays
+// paused on no ReplicaSet and the canary serves, with no daemon running.
+// The daemon started again hands the canary's ReplicaSet to the stable
+// and deletes the canary, which a finalizer of the test's holds
+// half-deleted: killed between the hand-over and the stable's resume,
+// the stable holds the canary's ReplicaSet, paused, with no daemon
+// running; the daemon started a third time resumes it. The Service never
+// has fewer than 4 ready endpoints, and the pods serving in the end are
+// the canary's. It stops a shared part of the control plane: it runs on
+// its own.
 func TestCanaryHandOverSIGKILL(t *testing.T) {
 	h := startHandOver(t)
 	s, d, endpoints := h.s, h.d, h.endpoints
@@ -250,8 +259,8 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 	}
 	t.Cleanup(thaw)
 	// The hand-over takes well under a second with the controller manager
-	// running: when freezing it came too late (the canary was deleted and
-	// its ReplicaSet adopted already), the next revision is tried.
+	// running: when freezing it came too late (the canary's ReplicaSet
+	// the stable's already), the next revision is tried.
 	revision := 2
 	for attempt := 1; ; attempt++ {
 		// A watch, not a poll: the state lasts less than a poll's interval.
@@ -283,33 +292,95 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 		h.before, h.mark = h.pods.seen(), endpoints.mark()
 		s.repo.commit(fmt.Sprintf("api v%d", revision), canaryExample(t, fmt.Sprintf("v%d", revision), handOverSteps...))
 	}
-	waitFor(t, "the canary deleted by the daemon, its ReplicaSet left (no garbage collector runs)", func(context.Context) (bool, error) {
-		c := getDeployment(t, s.ns, "api-canary")
-		return c != nil && c.DeletionTimestamp != nil, nil
+	waitFor(t, "the stable on the canary's template, paused (step 4), with the controller manager frozen", func(context.Context) (bool, error) {
+		api, canary := getDeployment(t, s.ns, "api"), getDeployment(t, s.ns, "api-canary")
+		return api != nil && canary != nil && api.Spec.Paused && equality.Semantic.DeepEqual(api.Spec.Template, canary.Spec.Template), nil
 	})
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	kill(t, d)
+	if c, sets := getDeployment(t, s.ns, "api-canary"), replicaSetsOf(t, s.ns, "api"); c == nil || c.DeletionTimestamp != nil || len(sets) != 0 {
+		t.Errorf("before the Deployment controller read the stable's new template, the daemon deleted the canary (%v) "+
+			"or handed its ReplicaSet over (the stable controls %v)", c, sets)
 	}
-	_ = d.Wait()
 	thaw()
-	waitFor(t, "the stable Deployment adopting the canary's ReplicaSet, no daemon running", func(context.Context) (bool, error) {
-		for _, name := range replicaSetsOf(t, s.ns, "api") {
-			if hasPrefix(name, "api-canary-") {
-				return true, nil
-			}
-		}
-		return false, nil
+	waitFor(t, "the Deployment controller reading the stable's new template, no daemon running", func(context.Context) (bool, error) {
+		api := getDeployment(t, s.ns, "api")
+		return api.Status.ObservedGeneration >= api.Generation, nil
 	})
+	endpoints.waitReady(t, "4 endpoints while no daemon runs", func(pods []string) bool { return len(pods) == 4 })
+	if sets := replicaSetsOf(t, s.ns, "api"); len(sets) != 0 {
+		t.Errorf("the stable Deployment, paused with no daemon running, controls ReplicaSets %v, want none", sets)
+	}
+
+	t.Log("the daemon again, the canary's deletion held by a finalizer: it hands the canary's ReplicaSet over")
+	holdDeletion(t, s.ns, "api-canary")
+	d = kit.StartDaemon(t, s, "--interval", "1s")
+	waitFor(t, "the canary's ReplicaSet the stable's, the canary being deleted", func(context.Context) (bool, error) {
+		c := getDeployment(t, s.ns, "api-canary")
+		return c != nil && c.DeletionTimestamp != nil && slices.ContainsFunc(replicaSetsOf(t, s.ns, "api"), func(name string) bool {
+			return hasPrefix(name, "api-canary-")
+		}), nil
+	})
+	kill(t, d)
 	endpoints.waitReady(t, "4 endpoints while no daemon runs", func(pods []string) bool { return len(pods) == 4 })
 	if api := getDeployment(t, s.ns, "api"); !api.Spec.Paused || *api.Spec.Replicas != 4 {
 		t.Errorf("the stable Deployment with no daemon: paused %v at %d, want paused at 4", api.Spec.Paused, *api.Spec.Replicas)
 	}
+	releaseDeletion(t, s.ns, "api-canary")
 
-	t.Log("the daemon again: it resumes the stable Deployment")
+	t.Log("the daemon a third time: it resumes the stable Deployment")
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 	checkMinReady(t, endpoints, h.mark, 4)
 	checkHandedOver(t, s.ns, endpoints, h.pods.since(h.before))
+}
+
+// testFinalizer is the finalizer holdDeletion puts on a Deployment.
+const testFinalizer = "e2e.plimsoll.dev/hold"
+
+// kill kills daemon d (SIGKILL) and waits for it to exit.
+func kill(t *testing.T, d *kit.Daemon) {
+	t.Helper()
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Wait()
+}
+
+// holdDeletion puts a finalizer on Deployment name, so that once deleted
+// it stays, being deleted, until releaseDeletion (or the test's end)
+// takes it away.
+func holdDeletion(t *testing.T, ns, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, testFinalizer)
+	if _, err := suite.client.AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("hold the deletion of Deployment %s: %v", name, err)
+	}
+	t.Cleanup(func() { releaseDeletion(t, ns, name) })
+}
+
+// releaseDeletion takes holdDeletion's finalizer away from Deployment
+// name, if it is still there; again when the garbage collector took its
+// own away in between.
+func releaseDeletion(t *testing.T, ns, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := getDeployment(t, ns, name)
+		if d == nil || !slices.Contains(d.Finalizers, testFinalizer) {
+			return nil
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": d.ResourceVersion,
+			"finalizers":      slices.DeleteFunc(slices.Clone(d.Finalizers), func(f string) bool { return f == testFinalizer }),
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = suite.client.AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("release the deletion of Deployment %s: %v", name, err)
+	}
 }
 
 // controllerManager returns the process of the control plane's
