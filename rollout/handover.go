@@ -107,8 +107,11 @@ func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name str
 // it sends (a strategic merge of the owner references, keyed by uid),
 // and it carries the ReplicaSet's uid, so that it never lands on a
 // namesake. An adoption the API server refuses (a ReplicaSet that another
-// controller took meanwhile) is left to the Deployment controller's
-// rules: the label alone goes back.
+// controller took meanwhile, or an owner reference the daemon's identity
+// may not set: blockOwnerDeletion asks for the right to update
+// deployments/finalizers where OwnerReferencesPermissionEnforcement is
+// on) is left to the Deployment controller's rules: the label alone goes
+// back.
 func (c *Controller) holdOut(ctx context.Context, w *workload, name, key, value string, restore bool) error {
 	label, record, action := any(nil), any(key+"="+value), "hold out"
 	if restore {
@@ -129,7 +132,7 @@ func (c *Controller) holdOut(ctx context.Context, w *workload, name, key, value 
 		}
 	}
 	err := c.patchReplicaSet(ctx, w, name, meta)
-	if restore && apierrors.IsInvalid(err) {
+	if restore && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) {
 		delete(meta, "ownerReferences")
 		err = c.patchReplicaSet(ctx, w, name, meta)
 	}

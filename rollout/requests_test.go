@@ -439,3 +439,54 @@ func TestHandOverRefusedLeftToControllers(t *testing.T) {
 	}
 	t.Errorf("no canary ReplicaSet at 4 after the rollout: %v", list.Items)
 }
+
+// TestHandOverRestoreRefusedOwner rolls canary "api" from v1 to v2 on the
+// fake cluster with an API server that refuses to set an owner reference
+// on the ReplicaSets a hand-over gives back to the stable: Forbidden, as
+// one enforcing owner reference permissions answers an identity that may
+// not update deployments/finalizers, and Invalid. The label alone goes
+// back, the fake Deployment controller adopts the ReplicaSet by its
+// selector, and the revision ends Healthy with the stable's earlier
+// ReplicaSet its history again.
+func TestHandOverRestoreRefusedOwner(t *testing.T) {
+	for name, refusal := range map[string]error{
+		"forbidden": apierrors.NewForbidden(appsv1.Resource("replicasets"), "", errors.New("cannot set blockOwnerDeletion")),
+		"invalid":   apierrors.NewInvalid(appsv1.SchemeGroupVersion.WithKind("ReplicaSet").GroupKind(), "", nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := newCluster(t, "api")
+			k.handOver("c0ffee1", gitDeployment("v1", canaryAnnotations))
+			k.untilQuiet()
+			v1 := k.replicaSetOf(k.deployment("api"))
+			if v1 == nil {
+				t.Fatal("api runs no ReplicaSet of its template before the rollout")
+			}
+			k.handOver("decade2", gitDeployment("v2", canaryAnnotations))
+			refused := 0
+			k.client.PrependReactor("patch", "replicasets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				body := string(a.(k8stesting.PatchAction).GetPatch())
+				if strings.Contains(body, "ownerReferences") && strings.Contains(body, `"`+contract.AnnotationHeldOut+`":null`) {
+					refused++
+					return true, nil, refusal
+				}
+				return false, nil, nil
+			})
+			rounds := k.untilQuiet()
+			if refused == 0 {
+				t.Fatalf("no ReplicaSet was given back with its owner; rounds:\n%s", show(rounds))
+			}
+			api := k.deployment("api")
+			if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || api.Spec.Paused {
+				t.Errorf("api %s, paused %v after the rollout, want Healthy and resumed", api.Annotations[contract.AnnotationPhase], api.Spec.Paused)
+			}
+			rs, err := k.client.AppsV1().ReplicaSets("shop").Get(k.ctx, v1.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if owner := metav1.GetControllerOf(rs); owner == nil || owner.Name != "api" || rs.Annotations[contract.AnnotationHeldOut] != "" {
+				t.Errorf("ReplicaSet %s after the rollout: controller %v, held out %q; want api's, given back", v1.Name, owner,
+					rs.Annotations[contract.AnnotationHeldOut])
+			}
+		})
+	}
+}
