@@ -315,10 +315,8 @@ func historyPending(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) bool {
 		return false
 	}
 	for _, rs := range rsets {
-		if rs.DeletionTimestamp != nil || metav1.GetControllerOf(rs) != nil {
-			continue
-		}
-		if key, _ := heldLabel(rs); key != "" || sel.Matches(labels.Set(rs.Labels)) {
+		orphan := metav1.GetControllerOf(rs) == nil
+		if rs.DeletionTimestamp == nil && (IsHeldOut(rs) || orphan && sel.Matches(labels.Set(rs.Labels))) {
 			return true
 		}
 	}
