@@ -260,7 +260,8 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 	t.Cleanup(thaw)
 	// The hand-over takes well under a second with the controller manager
 	// running: when freezing it came too late (the canary's ReplicaSet
-	// the stable's already), the next revision is tried.
+	// the stable's already, or step 4 read by the Deployment controller),
+	// the next revision is tried.
 	revision := 2
 	for attempt := 1; ; attempt++ {
 		// A watch, not a poll: the state lasts less than a poll's interval.
@@ -279,7 +280,12 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 			t.Fatalf("freeze kube-controller-manager: %v", err)
 		}
 		thawed = false
-		if canary := getDeployment(t, s.ns, "api-canary"); canary != nil && canary.Spec.Paused && len(replicaSetsOf(t, s.ns, "api")) == 0 {
+		// Too late too: the Deployment controller read step 4 before the
+		// freeze, which lets the daemon hand the ReplicaSet over.
+		api, canary := getDeployment(t, s.ns, "api"), getDeployment(t, s.ns, "api-canary")
+		read := api != nil && canary != nil && equality.Semantic.DeepEqual(api.Spec.Template, canary.Spec.Template) &&
+			api.Status.ObservedGeneration >= api.Generation
+		if canary != nil && canary.Spec.Paused && len(replicaSetsOf(t, s.ns, "api")) == 0 && !read {
 			break
 		}
 		if attempt == 3 {
