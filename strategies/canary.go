@@ -227,20 +227,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	case handingOver(o):
 		return planHandOver(plan, o, n, revision)
 	case handedOver(o):
-		// 5. takeCanary makes a new canary at 0 for the next revision
-		// once this one is gone.
-		status.Phase, status.Message = PhaseProgressing, handOverMessage(revision)
-		if !caughtUp(o.Stable) {
-			// The Deployment controller has not read step 4 yet: a
-			// ReplicaSet of the stable's it saw before would be an old one
-			// of a paused Deployment, scaled to 0 (see planHandOver).
-			return plan
-		}
-		plan.OrphanCanary = true
-		if rs := ownReplicaSet(o.ReplicaSets, o.Canary); rs != nil {
-			plan.HandOver = rs.Name
-		}
-		return plan
+		return planHandedOver(plan, o, revision)
 	case adopting(o):
 		return planAdoption(plan, o, revision)
 	}

@@ -152,10 +152,28 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	return plan
 }
 
-// planAdoption plans steps 5 and 6 above: the stable Deployment, paused
-// by a hand-over, adopts the canary's ReplicaSet, then is resumed with
-// its history given back. A stable paused with nothing to adopt (its
-// ReplicaSet went by hand) is resumed, and makes its own.
+// planHandedOver plans step 5 above, once the stable Deployment runs the
+// canary's template: the canary's ReplicaSet is handed to the stable and
+// the canary goes, leaving it (takeCanary makes a new canary at 0 for the
+// next revision once this one is gone), but not before the Deployment
+// controller has read step 4: a ReplicaSet of the stable's it saw before
+// would be an old one of a paused Deployment, scaled to 0.
+func planHandedOver(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan {
+	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
+	if !caughtUp(o.Stable) {
+		return plan
+	}
+	plan.OrphanCanary = true
+	if rs := ownReplicaSet(o.ReplicaSets, o.Canary); rs != nil {
+		plan.HandOver = rs.Name
+	}
+	return plan
+}
+
+// planAdoption plans the end of step 5 and step 6 above: the stable
+// Deployment, paused by a hand-over, takes the canary's ReplicaSet, then
+// is resumed with its history given back. A stable paused with nothing to
+// adopt (its ReplicaSet went by hand) is resumed, and makes its own.
 func planAdoption(plan CanaryPlan, o CanaryObserved, revision string) CanaryPlan {
 	plan.Status.Phase, plan.Status.Message = PhaseProgressing, handOverMessage(revision)
 	adopted := ownReplicaSet(o.ReplicaSets, o.Stable) != nil
