@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -335,10 +334,7 @@ func TestAnalysisScenarioSIGKILL(t *testing.T) {
 	sc.runs.waitFirst(t, 0, "2 successful measurements of step 1", func(s runState) bool {
 		return stageOf("step 1", h2)(s) && s.run.Metrics[0].Successful >= 2
 	})
-	if err := sc.d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = sc.d.Wait()
+	sc.d.Kill(t)
 	killed := getDeployment(t, ns, "api")
 	atKill := recordedRun(t, killed)
 	t.Logf("killed the daemon at %s: %s", killed.Annotations["plimsoll.dev/phase"], killed.Annotations["plimsoll.dev/message"])

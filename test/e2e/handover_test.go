@@ -302,7 +302,7 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 		api, canary := getDeployment(t, s.ns, "api"), getDeployment(t, s.ns, "api-canary")
 		return api != nil && canary != nil && api.Spec.Paused && equality.Semantic.DeepEqual(api.Spec.Template, canary.Spec.Template), nil
 	})
-	kill(t, d)
+	d.Kill(t)
 	if c, sets := getDeployment(t, s.ns, "api-canary"), replicaSetsOf(t, s.ns, "api"); c == nil || c.DeletionTimestamp != nil || len(sets) != 0 {
 		t.Errorf("before the Deployment controller read the stable's new template, the daemon deleted the canary (%v) "+
 			"or handed its ReplicaSet over (the stable controls %v)", c, sets)
@@ -326,7 +326,7 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 			return hasPrefix(name, "api-canary-")
 		}), nil
 	})
-	kill(t, d)
+	d.Kill(t)
 	endpoints.waitReady(t, "4 endpoints while no daemon runs", func(pods []string) bool { return len(pods) == 4 })
 	if api := getDeployment(t, s.ns, "api"); !api.Spec.Paused || *api.Spec.Replicas != 4 {
 		t.Errorf("the stable Deployment with no daemon: paused %v at %d, want paused at 4", api.Spec.Paused, *api.Spec.Replicas)
@@ -342,15 +342,6 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 
 // testFinalizer is the finalizer holdDeletion puts on a Deployment.
 const testFinalizer = "e2e.plimsoll.dev/hold"
-
-// kill kills daemon d (SIGKILL) and waits for it to exit.
-func kill(t *testing.T, d *kit.Daemon) {
-	t.Helper()
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = d.Wait()
-}
 
 // holdDeletion puts a finalizer on Deployment name, so that once deleted
 // it stays, being deleted, until releaseDeletion (or the test's end)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,10 +16,7 @@ import (
 // (primary's phase and message), and starts a new daemon for s.
 func killAndRestart(t *testing.T, s *syncTarget, d *kit.Daemon, primary string) *kit.Daemon {
 	t.Helper()
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = d.Wait()
+	d.Kill(t)
 	if p := getDeployment(t, s.ns, primary); p != nil {
 		t.Logf("killed the daemon at %s: %s", p.Annotations["plimsoll.dev/phase"], p.Annotations["plimsoll.dev/message"])
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -318,9 +317,7 @@ func TestRollingSurvivesSIGKILL(t *testing.T) {
 	waitFor(t, "revision 2 to start", func(ctx context.Context) (bool, error) {
 		return workload(t, s.ns).Annotations["plimsoll.dev/revision"] == "2", nil
 	})
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	d.Kill(t)
 	t.Logf("killed the daemon at phase %s", workload(t, s.ns).Annotations["plimsoll.dev/phase"])
 	kit.StartDaemon(t, s, "--interval", "1s")
 	dep := waitForRevision(t, s.ns, 2, "Healthy")

@@ -126,6 +126,16 @@ func (d *Daemon) FailIfExited(t testing.TB) {
 	}
 }
 
+// Kill kills the daemon with SIGKILL, as a crash or an evicted node
+// would, and waits for it to exit.
+func (d *Daemon) Kill(t testing.TB) {
+	t.Helper()
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Wait()
+}
+
 // Stop sends SIGTERM, then SIGKILL after StopGrace, and waits for the
 // exit; it returns at once for a daemon that has exited.
 func (d *Daemon) Stop(t testing.TB) {
