@@ -44,9 +44,9 @@ func (o *runOptions) leaseLock(d *daemon, id string) *resourcelock.LeaseLock {
 // (the one --leader-elect uses). While another daemon holds it, this one
 // writes nothing and says who holds it: a warning in its log, 503 on
 // /readyz, and plimsoll.dev/blocked-writer on the sync record. It takes
-// over once the holder is gone: released on exit, expired 15 s after a
-// crash, at once when the holder was a process of this host that no
-// longer runs (a daemon restarted here).
+// over once the holder is gone: released on exit (seen within 5 s),
+// expired 35 s after a crash, at once when the holder was a process of
+// this host that no longer runs (a daemon restarted here).
 func (o *runOptions) runExclusive(ctx context.Context, d *daemon, log *slog.Logger) error {
 	id := identity()
 	d.exclusive = true
@@ -64,7 +64,7 @@ func (o *runOptions) runExclusive(ctx context.Context, d *daemon, log *slog.Logg
 		defer close(elected)
 		for ctx.Err() == nil {
 			elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-				Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+				Lock: lock, LeaseDuration: exclusiveLeaseDuration, RenewDeadline: exclusiveRenewDeadline, RetryPeriod: exclusiveRetryPeriod,
 				ReleaseOnCancel: true, Name: contract.LeasePrefix + o.syncName,
 				Callbacks: leaderelection.LeaderCallbacks{
 					OnStartedLeading: func(lctx context.Context) {
@@ -96,8 +96,8 @@ func (o *runOptions) runExclusive(ctx context.Context, d *daemon, log *slog.Logg
 	go func() {
 		// A holder of this host that no longer runs is not waited for:
 		// checked before the first election (above), then every
-		// retryPeriod while this daemon does not hold the sync.
-		ticker := time.NewTicker(retryPeriod)
+		// exclusiveRetryPeriod while this daemon does not hold the sync.
+		ticker := time.NewTicker(exclusiveRetryPeriod)
 		defer ticker.Stop()
 		for {
 			select {
