@@ -314,7 +314,7 @@ func (k *cluster) revise(d *appsv1.Deployment, rs *appsv1.ReplicaSet, rsets map[
 			rs.Annotations = map[string]string{}
 		}
 		for name, value := range d.Annotations {
-			if !notCopied[name] {
+			if strategies.Copied(name) {
 				rs.Annotations[name] = value
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -185,87 +183,33 @@ func jsonPointerEscape(key string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
 
-// notCopied are the annotations the Deployment controller does not copy
-// from a Deployment to its newest ReplicaSet (its own, and kubectl's
-// last applied configuration).
-var notCopied = map[string]bool{
-	"kubectl.kubernetes.io/last-applied-configuration": true,
-	"deployment.kubernetes.io/revision":                true,
-	"deployment.kubernetes.io/revision-history":        true,
-	"deployment.kubernetes.io/desired-replicas":        true,
-	"deployment.kubernetes.io/max-replicas":            true,
-	"deprecated.deployment.rollback.to":                true,
-}
-
-// mirror writes onto the ReplicaSet of w that Deployment d, as just
-// written, controls and runs d's template what the Deployment
-// controller's next sync of d would write there: d's annotations, where
+// mirror writes onto the ReplicaSet of w's template that Deployment d,
+// as just written, controls what the Deployment controller's next sync
+// of d would write there (strategies.MirrorOf): d's annotations, where
 // they differ, and d's count, when that sync would scale the ReplicaSet
-// to it (see scaleOf).
-//
-// It copies every annotation of a Deployment to its newest ReplicaSet
-// with an update, on each sync that finds them differ: each status that
-// changes cost it one write more, from its budget of 20 requests a second
-// that every rollout waits on, and a write that lost to the ReplicaSet
-// controller's status updates with a conflict half the time (1,079 of
-// 2,408 updates of ReplicaSets over 50 canaries and 50 blue-greens), to
-// be queued and made again. A patch of the controller's own, made after
-// the Deployment's (a ReplicaSet ahead of its Deployment reads as `kubectl
-// rollout undo`, see rewound), leaves the Deployment controller nothing
-// to copy, and carries no resourceVersion to conflict on. Nothing to
-// mirror, or a ReplicaSet gone, is nothing to do; the template's
-// ReplicaSet not made yet gets them when it is made.
-//
-// The count goes the same way. Each step of a canary scales the canary
-// or the stable Deployment, and the Deployment controller scaled the
-// ReplicaSet with an update and a ScalingReplicaSet Event of its own:
-// over 50 canaries of 4 pods and 5 steps, 5 scales a revision, 10 of the
-// 38 writes it made per workload. And the step's pods waited in its
-// queue (9 s behind at 50 canaries, twice that at 100) before the
-// ReplicaSet controller made or deleted them. Scaled here, in the same
-// patch as the annotations, the ReplicaSet controller acts at once, and
-// the Deployment controller finds the ReplicaSet at its Deployment's
-// count with the annotations its own scale would have set: it writes the
-// Deployment's status and nothing else. The ScalingReplicaSet Event it
-// would have recorded on the Deployment is recorded here, in the same
-// words, so that `kubectl describe deployment` tells the same story.
+// to it. Nothing to mirror, or a ReplicaSet gone, is nothing to do. The
+// ScalingReplicaSet Event that controller would have recorded on the
+// Deployment is recorded here, in the same words, so that `kubectl
+// describe deployment` tells the same story.
 func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployment) error {
-	// held are the stable's ReplicaSets a hand-over holds out, its own
-	// again by the Deployment controller's next sync.
-	var own, held []*appsv1.ReplicaSet
+	rsets := make([]*appsv1.ReplicaSet, 0, len(w.rsets))
 	for _, rs := range w.rsets {
-		switch {
-		case metav1.IsControlledBy(rs, d):
-			// What was written before the cache had it is not written again.
-			own = append(own, c.mirrored.newest(rs))
-		case d.Name == w.name && strategies.IsHeldOut(rs):
-			held = append(held, rs)
-		}
+		// What was written before the cache had it is not written again.
+		rsets = append(rsets, c.mirrored.newest(rs))
 	}
-	rs := templateReplicaSet(d, own)
-	if rs == nil || !revisionSettled(d, rs, append(held, own...)) {
+	m, ok := strategies.MirrorOf(d, rsets, d.Name == w.name)
+	if !ok {
 		return nil
 	}
-	delta := map[string]any{}
-	for k, v := range d.Annotations {
-		if !notCopied[k] && rs.Annotations[k] != v {
-			delta[k] = v
-		}
+	body := map[string]any{"metadata": map[string]any{"annotations": m.Annotations}}
+	if m.Replicas != nil {
+		body["spec"] = map[string]any{"replicas": *m.Replicas}
 	}
-	body := map[string]any{}
-	n, scale, scaled := scaleOf(d, rs, own)
-	if scaled {
-		maps.Copy(delta, scale)
-		body["spec"] = map[string]any{"replicas": n}
-	}
-	if len(delta) == 0 {
-		return nil
-	}
-	body["metadata"] = map[string]any{"annotations": delta}
 	patch, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("encode the patch of ReplicaSet %s: %w", rs.Name, err)
+		return fmt.Errorf("encode the patch of ReplicaSet %s: %w", m.ReplicaSet.Name, err)
 	}
+	rs := m.ReplicaSet
 	out, err := c.writer(w.key()).AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
@@ -274,34 +218,11 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 		return fmt.Errorf("copy Deployment %s to ReplicaSet %s: %w", d.Name, rs.Name, err)
 	default:
 		c.mirrored.wrote(out)
-		if scaled {
-			c.eventFor(ctx, d, corev1.EventTypeNormal, ReasonScalingReplicaSet, scalingMessage(rs.Name, *rs.Spec.Replicas, n))
+		if m.Replicas != nil {
+			c.eventFor(ctx, d, corev1.EventTypeNormal, ReasonScalingReplicaSet, scalingMessage(rs.Name, *rs.Spec.Replicas, *m.Replicas))
 		}
 	}
 	return nil
-}
-
-// revisionSettled reports whether the Deployment controller's next sync
-// of Deployment d leaves the revision of rs, the ReplicaSet of d's
-// template, as it is: rs carries d's revision, and no other ReplicaSet of
-// d (own: all of them, rs among them, and those held out of it) a later
-// one. One it has yet to make d's latest (a ReplicaSet a hand-over's
-// stable has just adopted, one it has just made, a template rolled back
-// to) gets a new revision in an update of that sync whatever is copied
-// onto it first: a copy made before it was one more write, and made that
-// update fail with a conflict and wait in the controller's queue to be
-// made again (6 s at the end of a hand-over, over 50 canaries).
-func revisionSettled(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaSet) bool {
-	n := strategies.DeploymentRevision(rs)
-	if n < 0 || rs.Annotations[strategies.AnnotationDeploymentRevision] != d.Annotations[strategies.AnnotationDeploymentRevision] {
-		return false
-	}
-	for _, other := range own {
-		if other.UID != rs.UID && strategies.DeploymentRevision(other) >= n {
-			return false
-		}
-	}
-	return true
 }
 
 // scalingMessage is the line of a ScalingReplicaSet Event, as the
@@ -313,81 +234,6 @@ func scalingMessage(rs string, from, to int32) string {
 		way = "down"
 	}
 	return fmt.Sprintf("Scaled %s replica set %s from %d to %d", way, rs, from, to)
-}
-
-// templateReplicaSet returns the one ReplicaSet of own (those Deployment
-// d controls) that runs d's template, nil for none or several.
-func templateReplicaSet(d *appsv1.Deployment, own []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	var found *appsv1.ReplicaSet
-	for _, rs := range own {
-		if !strategies.SameTemplate(rs.Spec.Template, d.Spec.Template) {
-			continue
-		}
-		if found != nil {
-			return nil
-		}
-		found = rs
-	}
-	return found
-}
-
-// The annotations the Deployment controller's scale of a ReplicaSet sets
-// (SetReplicasAnnotations): its Deployment's count, and that count plus
-// the surge its strategy allows.
-const (
-	annotationDesiredReplicas = "deployment.kubernetes.io/desired-replicas"
-	annotationMaxReplicas     = "deployment.kubernetes.io/max-replicas"
-)
-
-// scaleOf returns the count the Deployment controller's next sync of
-// Deployment d would scale rs, the ReplicaSet of d's template, to, with
-// the annotations that scale would set, and whether it would scale rs at
-// all: only when d asks for another count than rs's, rs is not being
-// deleted, and no other ReplicaSet of d (own: all of them, rs among
-// them) asks for pods. Then d's sync, paused or not, finds rs the one
-// active ReplicaSet (or, with none active, the one of its template) and
-// scales it to d's count (its scale, and before it its check for a
-// scaling event, which reads desired-replicas). With another one active a
-// rolling update or a proportional scale is under way, whose arithmetic
-// is the Deployment controller's to do.
-//
-// With 4 replicas and Git's strategy (25% surge), the canary's stable
-// going from 4 to 3 pods gets spec.replicas 3, desired-replicas "3" and
-// max-replicas "4" (3 plus 25% of 3, rounded up).
-func scaleOf(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaSet) (int32, map[string]any, bool) {
-	if d.Spec.Replicas == nil || rs.Spec.Replicas == nil || *rs.Spec.Replicas == *d.Spec.Replicas || rs.DeletionTimestamp != nil {
-		return 0, nil, false
-	}
-	for _, other := range own {
-		if other.UID != rs.UID && (other.Spec.Replicas == nil || *other.Spec.Replicas > 0) {
-			return 0, nil, false
-		}
-	}
-	n := *d.Spec.Replicas
-	return n, map[string]any{
-		annotationDesiredReplicas: strconv.Itoa(int(n)),
-		annotationMaxReplicas:     strconv.Itoa(int(n + maxSurge(d))),
-	}, true
-}
-
-// maxSurge is the surge Deployment d's strategy allows over its count,
-// as the Deployment controller resolves it (MaxSurge): a percentage of
-// the count rounded up, 0 for Recreate or a value that does not parse.
-func maxSurge(d *appsv1.Deployment) int32 {
-	spec := defaulted(d.Spec)
-	ru := spec.Strategy.RollingUpdate
-	if spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil {
-		return 0
-	}
-	n := int(*spec.Replicas)
-	surge, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, n, true)
-	if err != nil {
-		return 0
-	}
-	if _, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, n, false); err != nil {
-		return 0
-	}
-	return int32(surge)
 }
 
 // The Progressing condition the Deployment controller sets when a

@@ -12,12 +12,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -98,7 +98,7 @@ func TestSpecWrittenOnlyWhenStoredDiffers(t *testing.T) {
 			git := gitDeployment("v1", maps.Clone(canaryAnnotations))
 			git.Namespace = "shop"
 			live := git.DeepCopy()
-			live.Spec = defaulted(live.Spec)
+			live.Spec = podtemplate.DeploymentSpec(live.Spec)
 			tt.live(live)
 			client := fake.NewClientset(live)
 			c := New(Config{Client: client, SyncName: "default", Log: slog.New(slog.DiscardHandler)})
@@ -121,42 +121,5 @@ func TestSpecWrittenOnlyWhenStoredDiffers(t *testing.T) {
 				t.Errorf("patch to %q carries the spec %v, want %v to %q:\n%s", p.GetSubresource(), got, tt.spec, tt.subresource, p.GetPatch())
 			}
 		})
-	}
-}
-
-// TestRevisionSettled: the mirror copies onto a ReplicaSet only once the
-// Deployment controller has made it its Deployment's latest revision; a
-// ReplicaSet a hand-over's stable has just adopted (the canary's revision
-// 1 under a stable at 3, or with the stable's history at 2 and 3 given
-// back) gets a new revision in that controller's next update anyway.
-func TestRevisionSettled(t *testing.T) {
-	rs := func(uid, revision string) *appsv1.ReplicaSet {
-		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: "api-" + uid}}
-		if revision != "" {
-			r.Annotations = map[string]string{strategies.AnnotationDeploymentRevision: revision}
-		}
-		return r
-	}
-	at := func(revision string) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api",
-			Annotations: map[string]string{strategies.AnnotationDeploymentRevision: revision}}}
-	}
-	for _, tt := range []struct {
-		name string
-		d    *appsv1.Deployment
-		rs   *appsv1.ReplicaSet
-		own  []*appsv1.ReplicaSet
-		want bool
-	}{
-		{"the latest revision, the Deployment's", at("3"), rs("c", "3"), []*appsv1.ReplicaSet{rs("a", "1"), rs("b", "2")}, true},
-		{"the only one", at("1"), rs("c", "1"), nil, true},
-		{"just adopted: the canary's 1 under a stable at 3", at("3"), rs("c", "1"), nil, false},
-		{"just adopted, the history back: 1 under 2 and 3", at("1"), rs("c", "1"), []*appsv1.ReplicaSet{rs("a", "2"), rs("b", "3")}, false},
-		{"no revision yet", at("2"), rs("c", ""), nil, false},
-	} {
-		own := append([]*appsv1.ReplicaSet{tt.rs}, tt.own...)
-		if got := revisionSettled(tt.d, tt.rs, own); got != tt.want {
-			t.Errorf("%s: revisionSettled = %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }

@@ -14,10 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -243,15 +240,15 @@ func TestCountMirroredToReplicaSet(t *testing.T) {
 					own = append(own, rs)
 				}
 			}
-			rs := templateReplicaSet(d, own)
+			rs := strategies.TemplateReplicaSet(d, own)
 			if rs == nil || slices.ContainsFunc(own, func(o *appsv1.ReplicaSet) bool { return o != rs && *o.Spec.Replicas > 0 }) {
 				continue
 			}
 			// The fake Deployment controller sets no desired-replicas of its own.
-			desired, set := rs.Annotations[annotationDesiredReplicas]
+			desired, set := rs.Annotations[strategies.AnnotationDesiredReplicas]
 			if *rs.Spec.Replicas != *d.Spec.Replicas || set && desired != strconv.Itoa(int(*d.Spec.Replicas)) {
 				t.Errorf("after a round: ReplicaSet %s at %d (desired-replicas %q), its Deployment %s asks for %d",
-					rs.Name, *rs.Spec.Replicas, rs.Annotations[annotationDesiredReplicas], d.Name, *d.Spec.Replicas)
+					rs.Name, *rs.Spec.Replicas, rs.Annotations[strategies.AnnotationDesiredReplicas], d.Name, *d.Spec.Replicas)
 			}
 		}
 	}
@@ -294,49 +291,6 @@ func TestCountMirroredToReplicaSet(t *testing.T) {
 	}
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
 		t.Errorf("api %s after the rollout, want Healthy", d.Annotations[contract.AnnotationPhase])
-	}
-}
-
-// TestScaleOf: the count the Deployment controller would give the
-// ReplicaSet of a Deployment's template, and its annotations.
-func TestScaleOf(t *testing.T) {
-	rs := func(uid string, n int32) *appsv1.ReplicaSet {
-		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(n)}}
-	}
-	deploy := func(n int32, strategy appsv1.DeploymentStrategy) *appsv1.Deployment {
-		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To(n), Strategy: strategy}}
-	}
-	surge := func(v string) appsv1.DeploymentStrategy {
-		s := intstr.Parse(v)
-		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s}}
-	}
-	deleting := rs("a", 4)
-	deleting.DeletionTimestamp = &metav1.Time{}
-	tests := []struct {
-		name    string
-		d       *appsv1.Deployment
-		rs      *appsv1.ReplicaSet
-		others  []*appsv1.ReplicaSet
-		ok      bool
-		n       int32
-		desired string
-		max     string
-	}{
-		{"down, Git's default strategy: 25% of 3 rounded up", deploy(3, appsv1.DeploymentStrategy{}), rs("a", 4), []*appsv1.ReplicaSet{rs("b", 0)}, true, 3, "3", "4"},
-		{"up, surge 50% of 4", deploy(4, surge("50%")), rs("a", 2), nil, true, 4, "4", "6"},
-		{"to 0", deploy(0, appsv1.DeploymentStrategy{}), rs("a", 2), nil, true, 0, "0", "0"},
-		{"recreate surges none", deploy(2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), rs("a", 1), nil, true, 2, "2", "2"},
-		{"at the count already", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 4), nil, false, 0, "", ""},
-		{"another ReplicaSet asks for pods: a rolling update", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 2), []*appsv1.ReplicaSet{rs("b", 1)}, false, 0, "", ""},
-		{"being deleted", deploy(3, appsv1.DeploymentStrategy{}), deleting, nil, false, 0, "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, ann, ok := scaleOf(tt.d, tt.rs, append([]*appsv1.ReplicaSet{tt.rs}, tt.others...))
-			if ok != tt.ok || n != tt.n || (ok && (ann[annotationDesiredReplicas] != tt.desired || ann[annotationMaxReplicas] != tt.max)) {
-				t.Errorf("scaleOf = %d, %v, %v; want %d, desired %q, max %q, %v", n, ann, ok, tt.n, tt.desired, tt.max, tt.ok)
-			}
-		})
 	}
 }
 

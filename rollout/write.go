@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
@@ -102,7 +100,15 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 			return err
 		}
 	}
-	spec := restore || !reflect.DeepEqual(live.Spec, defaulted(want.Spec))
+	// A spec from Git leaves out what the API server defaults: compared as
+	// written, it differed from the live spec it would not change, and the
+	// write carried the spec, to the Deployment itself, where a change of
+	// annotations makes a new generation too. At the start of each canary
+	// revision the stable Deployment, given Git's strategy ({}), took its
+	// new status in such a write, and the Deployment controller synced it,
+	// wrote its status and copied the annotations to its ReplicaSet,
+	// racing the copy of ours.
+	spec := restore || !reflect.DeepEqual(live.Spec, podtemplate.DeploymentSpec(want.Spec))
 	scaledBy := c.hand.scaledBy(live)
 	updated, err := c.patchDeployment(ctx, live, want, spec)
 	if err == nil && updated.Spec.Paused != live.Spec.Paused {
@@ -144,50 +150,6 @@ func (c *Controller) wroteCount(ctx context.Context, live, out *appsv1.Deploymen
 		*live.Spec.Replicas, by, *out.Spec.Replicas))
 }
 
-// defaulted returns spec with the defaults the API server gives an
-// apps/v1 Deployment's own fields (SetDefaults_Deployment): 1 replica, a
-// RollingUpdate strategy of 25% surge and 25% unavailable, 10 ReplicaSets
-// of history, a progress deadline of 600 s. The pod template is left as
-// it is.
-//
-// A spec from Git leaves them out, and is stored with them: compared as
-// written, it differed from the live spec it would not change, and the
-// write carried the spec. A write of the spec goes to the Deployment
-// itself, where a change of annotations makes a new generation too: at
-// the start of each canary revision the stable Deployment, given Git's
-// strategy ({}), took its new status in such a write, and the Deployment
-// controller synced it, wrote its status and copied the annotations to
-// its ReplicaSet, racing the copy of ours.
-func defaulted(spec appsv1.DeploymentSpec) appsv1.DeploymentSpec {
-	if spec.Replicas == nil {
-		spec.Replicas = ptr.To[int32](1)
-	}
-	s := spec.Strategy.DeepCopy()
-	if s.Type == "" {
-		s.Type = appsv1.RollingUpdateDeploymentStrategyType
-	}
-	if s.Type == appsv1.RollingUpdateDeploymentStrategyType {
-		if s.RollingUpdate == nil {
-			s.RollingUpdate = &appsv1.RollingUpdateDeployment{}
-		}
-		quarter := intstr.FromString("25%")
-		if s.RollingUpdate.MaxUnavailable == nil {
-			s.RollingUpdate.MaxUnavailable = &quarter
-		}
-		if s.RollingUpdate.MaxSurge == nil {
-			s.RollingUpdate.MaxSurge = &quarter
-		}
-	}
-	spec.Strategy = *s
-	if spec.RevisionHistoryLimit == nil {
-		spec.RevisionHistoryLimit = ptr.To[int32](10)
-	}
-	if spec.ProgressDeadlineSeconds == nil {
-		spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-	}
-	return spec
-}
-
 // holds reports whether live already is want as far as a write of want
 // would change it: the same labels and annotations, and a spec that holds
 // every field want's spec sets (want built from Git leaves the API
@@ -219,7 +181,7 @@ func specHolds(live, want *appsv1.Deployment) bool {
 	// (defaults only fill fields want leaves out); unequal is not, as a
 	// quantity or an empty list written in another form than the API
 	// server's, or a field another writer added, differ here and not there.
-	full := defaulted(want.Spec)
+	full := podtemplate.DeploymentSpec(want.Spec)
 	full.Template = podtemplate.Defaulted(full.Template)
 	if reflect.DeepEqual(live.Spec, full) {
 		return true

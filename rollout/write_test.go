@@ -37,7 +37,7 @@ func gitSpecDeployment() *appsv1.Deployment {
 // storedAs is git as the API server stores it: every default filled in.
 func storedAs(git *appsv1.Deployment) *appsv1.Deployment {
 	live := git.DeepCopy()
-	live.Spec = defaulted(live.Spec)
+	live.Spec = podtemplate.DeploymentSpec(live.Spec)
 	live.Spec.Template = podtemplate.Defaulted(live.Spec.Template)
 	return live
 }

@@ -1,8 +1,47 @@
 package podtemplate
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+// DeploymentSpec returns spec with the defaults the API server gives an
+// apps/v1 Deployment's own fields (SetDefaults_Deployment): 1 replica, a
+// RollingUpdate strategy of 25% surge and 25% unavailable, 10 ReplicaSets
+// of history, a progress deadline of 600 s. The pod template is left as
+// it is. A spec from Git leaves them out, and is stored with them: the
+// rollout controller compares the two, and works out the surge of a
+// ReplicaSet's scale, with them filled in.
+func DeploymentSpec(spec appsv1.DeploymentSpec) appsv1.DeploymentSpec {
+	if spec.Replicas == nil {
+		spec.Replicas = ptrTo[int32](1)
+	}
+	s := spec.Strategy.DeepCopy()
+	if s.Type == "" {
+		s.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if s.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if s.RollingUpdate == nil {
+			s.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		quarter := intstr.FromString("25%")
+		if s.RollingUpdate.MaxUnavailable == nil {
+			s.RollingUpdate.MaxUnavailable = &quarter
+		}
+		if s.RollingUpdate.MaxSurge == nil {
+			s.RollingUpdate.MaxSurge = &quarter
+		}
+	}
+	spec.Strategy = *s
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = ptrTo[int32](10)
+	}
+	if spec.ProgressDeadlineSeconds == nil {
+		spec.ProgressDeadlineSeconds = ptrTo[int32](600)
+	}
+	return spec
+}
 
 // setPodSpecDefaults fills in every field the API server (v1.36) defaults in
 // the pod template of a Deployment and leaves every field that is set as it
