@@ -5,9 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // The annotations the Deployment controller's scale of a ReplicaSet sets
@@ -100,9 +97,13 @@ func MirrorOf(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet, holder bool) (Mi
 		}
 	}
 	if n, ok := scaleOf(d, rs, own); ok {
+		// max-replicas is the count plus the surge d's strategy allows,
+		// rounded up as the Deployment controller's MaxSurge does: 3 of 4
+		// with Git's 25% gives "4".
+		maxPods, _ := rollingBounds(n, d.Spec.Strategy)
 		m.Replicas = &n
 		m.Annotations[AnnotationDesiredReplicas] = strconv.Itoa(int(n))
-		m.Annotations[AnnotationMaxReplicas] = strconv.Itoa(int(n + maxSurge(d)))
+		m.Annotations[AnnotationMaxReplicas] = strconv.Itoa(int(maxPods))
 	}
 	return m, len(m.Annotations) > 0
 }
@@ -166,27 +167,4 @@ func scaleOf(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaS
 		}
 	}
 	return *d.Spec.Replicas, true
-}
-
-// maxSurge is the surge Deployment d's strategy allows over its count,
-// as the Deployment controller resolves it (MaxSurge): a percentage of
-// the count rounded up, 0 for Recreate or a value that does not parse.
-// With 4 replicas and Git's strategy (25% surge), the canary's stable
-// going from 4 to 3 pods gets max-replicas "4": 3 plus 25% of 3, rounded
-// up.
-func maxSurge(d *appsv1.Deployment) int32 {
-	spec := podtemplate.DeploymentSpec(d.Spec)
-	ru := spec.Strategy.RollingUpdate
-	if spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil {
-		return 0
-	}
-	n := int(*spec.Replicas)
-	surge, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, n, true)
-	if err != nil {
-		return 0
-	}
-	if _, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, n, false); err != nil {
-		return 0
-	}
-	return int32(surge)
 }

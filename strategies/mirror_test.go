@@ -121,7 +121,7 @@ func TestScaleOf(t *testing.T) {
 			if ok != tt.ok || n != tt.n {
 				t.Errorf("scaleOf = %d, %v; want %d, %v", n, ok, tt.n, tt.ok)
 			}
-			if max := n + maxSurge(tt.d); ok && max != tt.max {
+			if max, _ := rollingBounds(n, tt.d.Spec.Strategy); ok && max != tt.max {
 				t.Errorf("max-replicas %d, want %d", max, tt.max)
 			}
 		})

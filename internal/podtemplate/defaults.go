@@ -11,8 +11,7 @@ import (
 // RollingUpdate strategy of 25% surge and 25% unavailable, 10 ReplicaSets
 // of history, a progress deadline of 600 s. The pod template is left as
 // it is. A spec from Git leaves them out, and is stored with them: the
-// rollout controller compares the two, and works out the surge of a
-// ReplicaSet's scale, with them filled in.
+// rollout controller compares the two with them filled in.
 func DeploymentSpec(spec appsv1.DeploymentSpec) appsv1.DeploymentSpec {
 	if spec.Replicas == nil {
 		spec.Replicas = ptrTo[int32](1)
