@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
-	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // A HorizontalPodAutoscaler that targets a workload's Deployment owns its
@@ -30,8 +29,9 @@ import (
 //	    until the promotion replaces them or an abort labels them again.
 //	blue-green: the HPA targets the active color. The new color is brought
 //	    up to the active color's count, and at the swap the controller
-//	    points the HPA at the new active color; the sync writes the same
-//	    target into the Git HPA (see ScaleTarget), so it is no drift.
+//	    points the HPA at the new active color; the sync keeps that
+//	    target when it applies Git's HPA (see apply's keepScaleTarget),
+//	    so it is no drift.
 
 // autoscalerOf returns the HorizontalPodAutoscaler of namespace ns, from
 // the caches, that targets one of the Deployments names, and the name it
@@ -107,41 +107,6 @@ func (c *Controller) enqueueAutoscaled(obj any) {
 		}
 	}
 	c.queue.Add(h.Namespace + "/" + name)
-}
-
-// ScaleTarget names the live Deployment that an HPA of Git Deployment
-// ns/name scales (see sync.DeploymentSink). The controller points the HPA
-// at the active color at each swap, so a color the HPA targets now is
-// kept: a sync that lands in the middle of a swap, while the roles that
-// workloads.Serving reads are being rewritten, must not turn the HPA to
-// <name>, which runs no pods, and leave the color it scaled to Git's
-// count. An HPA that targets neither color (Git's, as it was created)
-// gets the Deployment that serves the workload: the active color while
-// the workload is blue-green, else name. It reads the caches; a
-// controller that does not run (plimsoll diff) asks the API server.
-func (c *Controller) ScaleTarget(ctx context.Context, ns, name string) (string, error) {
-	target, err := c.liveScaleTarget(ctx, ns, name+contract.SuffixBlue, name+contract.SuffixGreen)
-	if err != nil || target != "" {
-		return target, err
-	}
-	d, err := workloads.Serving(name, func(name string) (*appsv1.Deployment, error) { return c.liveDeployment(ctx, ns, name) })
-	if err != nil || d == nil {
-		return name, err
-	}
-	return d.Name, nil
-}
-
-// liveDeployment returns Deployment ns/name from the cache, or from the API
-// server when the controller does not run; nil when it does not exist.
-func (c *Controller) liveDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
-	if v, ok := c.viewOf(ns); ok && c.running() {
-		d, err := v.deploys.Deployments(ns).Get(name)
-		if err != nil {
-			return nil, nil
-		}
-		return c.written.newest(d), nil
-	}
-	return c.getDeployment(ctx, ns, name)
 }
 
 // autoscaledLive reports whether an HPA scales the live Deployment named

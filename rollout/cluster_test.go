@@ -118,7 +118,7 @@ func (k *cluster) handOver(commit string, git *appsv1.Deployment) {
 	if err := k.c.CheckDeployment(k.ctx, git, nil); err != nil {
 		k.t.Fatalf("CheckDeployment: %v", err)
 	}
-	if err := k.c.SyncDeployments(k.ctx, commit, "commit "+commit, []*appsv1.Deployment{git}); err != nil {
+	if err := k.c.SyncDeployments(k.ctx, commit, "commit "+commit, []*appsv1.Deployment{git}, nil); err != nil {
 		k.t.Fatalf("SyncDeployments: %v", err)
 	}
 }

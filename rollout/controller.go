@@ -186,6 +186,9 @@ type Controller struct {
 	// notifier hears of the statuses written (Config.Notifier); nil for
 	// none.
 	notifier Notifier
+	// syncName is Config.SyncName: the sync whose prune a workload
+	// leaving Git meets, for a hand-over that names none (see handOff).
+	syncName string
 	// owns and clientFor are Config.Owns and Config.ClientFor.
 	owns      func(syncName string) (release func(), owned bool)
 	clientFor func(syncName string) kubernetes.Interface
@@ -214,6 +217,7 @@ func New(cfg Config) *Controller {
 		cfg.Measurer = noMeasurer{}
 	}
 	c := &Controller{
+		syncName:  cfg.SyncName,
 		writable:  cfg.Writable,
 		client:    cfg.Client,
 		log:       cfg.Log,

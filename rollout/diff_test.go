@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -236,36 +235,6 @@ func TestServingAs(t *testing.T) {
 		}
 		if name != tt.want {
 			t.Errorf("servingAs(%s, %s) = %q, want %q", tt.git, tt.strategy, name, tt.want)
-		}
-	}
-}
-
-// TestScaleTarget: the target the sync writes into a blue-green
-// workload's Git HPA is the color the HPA scales now, whatever the roles
-// say in the middle of a swap (shop: neither color active yet); an HPA
-// that targets no color gets the active color (web), or Git's own name
-// while none serves (new).
-func TestScaleTarget(t *testing.T) {
-	deployment := func(name, role string) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team",
-			Annotations: map[string]string{contract.AnnotationRole: role}}}
-	}
-	hpa := func(name, target string) *autoscalingv2.HorizontalPodAutoscaler {
-		return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"},
-			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
-				APIVersion: "apps/v1", Kind: "Deployment", Name: target}}}
-	}
-	c := New(Config{Client: fake.NewClientset(
-		deployment("shop-blue", contract.RoleIdle), deployment("shop-green", contract.RoleIdle), hpa("shop", "shop-green"),
-		deployment("web-blue", contract.RoleActive), deployment("web-green", contract.RoleIdle), hpa("web", "web"),
-		hpa("new", "new"))})
-	for git, want := range map[string]string{"shop": "shop-green", "web": "web-blue", "new": "new"} {
-		got, err := c.ScaleTarget(context.Background(), "team", git)
-		if err != nil {
-			t.Fatalf("ScaleTarget(%s): %v", git, err)
-		}
-		if got != want {
-			t.Errorf("ScaleTarget(%s) = %q, want %q", git, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -20,20 +22,25 @@ import (
 // the commit it came from) and the workload is queued; the reconcile
 // writes what the intent changes. An unchanged one keeps the intent and
 // the commit it had, so a commit that changes nothing of a workload writes
-// nothing to it. A workload whose Deployment left Git is forgotten (the
-// sync prunes it). In once mode (Config.Once) it waits until each queued
-// workload has been reconciled and returns the failures, naming each
-// Deployment and the commit.
-func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
-	return c.handOff(ctx, "", commit, subject, desired)
+// nothing to it. A workload whose Deployment left Git is forgotten, and
+// one named in leaving (the sync prunes its Deployment next) is retired
+// first, unless the prune keeps what serves it (see retireLeaving). In
+// once mode (Config.Once) it waits until each queued workload has been
+// reconciled and returns the failures, naming each Deployment and the
+// commit.
+func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
+	return c.handOff(ctx, "", commit, subject, desired, leaving)
 }
 
 // handOff is SyncDeployments for the workloads of sync syncName: a
 // workload of another sync is not forgotten for missing in desired. ""
 // is every sync.
-func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment) error {
+func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
 	if c.once.Load() && !c.running() {
 		return errors.New("hand Deployments to the rollout controller: it is not running")
+	}
+	if err := c.retireLeaving(ctx, cmp.Or(syncName, c.syncName), leaving); err != nil {
+		return err
 	}
 	keys := make([]string, 0, len(desired))
 	var waits []<-chan error

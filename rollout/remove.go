@@ -2,17 +2,44 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/prune"
 )
 
-// RemoveWorkload retires what a workload whose Deployment left Git runs
+// retireLeaving retires each workload of leaving, whose Deployment left
+// Git and is pruned next by sync syncName, unless the Deployment that
+// serves it (its namesake, or a blue-green workload's active color) is
+// one that prune keeps (annotated plimsoll.dev/prune: disabled, or no
+// longer labelled as the sync's): a blue-green workload has no namesake to
+// keep, and retiring its colors would take it down.
+func (c *Controller) retireLeaving(ctx context.Context, syncName string, leaving []types.NamespacedName) error {
+	var errs []error
+	for _, w := range leaving {
+		serving, err := c.ServingDeployment(ctx, w.Namespace, w.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read workload %s: %w", w, err))
+			continue
+		case serving != nil && !prune.Allowed(serving, syncName):
+			continue // kept, and all it runs with it
+		}
+		if err := c.removeWorkload(ctx, w.Namespace, w.Name); err != nil {
+			errs = append(errs, fmt.Errorf("remove workload %s: %w", w, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeWorkload retires what a workload whose Deployment left Git runs
 // besides the Deployment <name> itself, which the sync prunes like any
 // object: the blue-green colors and the canary Deployment, and the
 // selector keys plimsoll added to the Services the workload steered
@@ -29,7 +56,7 @@ import (
 // one-shot sync has no caches). The workload is marked leaving first: its
 // reconciles do nothing from then on (a canary's would put the serving key
 // back into the selector it just lost), until Git hands it over again.
-func (c *Controller) RemoveWorkload(ctx context.Context, ns, name string) error {
+func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error {
 	c.intents.leave(ns + "/" + name)
 	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}).String()
 	list, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -30,8 +31,8 @@ type SyncSink struct {
 func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controller: c, sync: name} }
 
 // SyncDeployments is Controller.SyncDeployments for the sync's workloads.
-func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error {
-	return s.handOff(ctx, s.sync, commit, subject, desired)
+func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
+	return s.handOff(ctx, s.sync, commit, subject, desired, leaving)
 }
 
 // QueueSync queues every workload of sync name that the caches hold: a

@@ -4,9 +4,31 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 )
+
+// DeploymentDiffer is the rollout controller as `plimsoll diff` asks it
+// about the Deployments it runs. Package rollout's Controller implements
+// it; a sync never asks it (see DeploymentSink).
+//
+// DiffDeployment returns the live Deployment that serves a Git Deployment
+// (under Git's name, whatever it runs as) and what the controller's write
+// of it would make of that Deployment, as the API server's dry-run
+// returns it, leaving out what the controller keeps (its status, a
+// refused template, an autoscaled count); nil, nil when it runs nothing
+// for it yet, for the sync's own dry-run to diff its namesake.
+//
+// ServingDeployment returns the live Deployment that serves workload
+// namespace/name, renamed to name when it runs under another (a
+// blue-green color); nil for none. A workload leaving Git is diffed as
+// that Deployment going.
+type DeploymentDiffer interface {
+	DiffDeployment(ctx context.Context, desired *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error)
+	ServingDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
+}
 
 // Diff returns what a sync of the branch head would change, one unified
 // diff per object, without changing anything: the objects are dry-run
@@ -41,9 +63,6 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	}
 	objs, _, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {
-		return "", nil, err
-	}
-	if objs, err = s.scaleTargets(ctx, objs); err != nil {
 		return "", nil, err
 	}
 	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(rec.Inventory))

@@ -8,8 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/internal/podtemplate"
+	"plimsoll.dev/plimsoll/internal/prune"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -48,12 +50,15 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 }
 
 // handOff gives the rollout controller every Deployment of the commit,
-// typed, once per commit: not again while the same commit is synced, and
-// again after a sync that failed (see Syncer.handedOff). The controller
-// takes what changed and writes what its rollout asks for; the sync decides
-// nothing about the controller's objects. Only the Deployments that Git
-// changed since inv (or that are new) count as changes of this sync; the
-// others are marked as needing nothing.
+// typed, and names those that left Git and are about to be pruned, once
+// per commit: not again while the same commit is synced, and again after
+// a sync that failed (see Syncer.handedOff). The controller takes what
+// changed and writes what its rollout asks for, and retires what a
+// workload leaving Git runs under other names (see
+// DeploymentSink.SyncDeployments); the sync decides nothing about the
+// controller's objects and asks nothing back. Only the Deployments that
+// Git changed since inv (or that are new) count as changes of this sync;
+// the others are marked as needing nothing.
 func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
 	if s.cfg.Deployments == nil {
 		return nil, nil
@@ -75,8 +80,12 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	var leaving []types.NamespacedName
+	if s.cfg.Prune {
+		leaving = deploymentsOf(plan.Prune)
+	}
 	if s.handedOff != commit.Hash {
-		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deploys); err != nil {
+		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deploys, leaving); err != nil {
 			return nil, fmt.Errorf("hand the Deployments to the rollout controller: %w", err)
 		}
 		s.handedOff, s.handedTemplates = commit.Hash, templateHashes(deploys)
@@ -110,14 +119,14 @@ func templateHashes(deploys []*appsv1.Deployment) map[string]string {
 // as the controller would write it (see DeploymentSink.DiffDeployment);
 // nil for any other object, which the sync's dry-run diffs.
 func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit source.Commit) (*apply.ObjectDiff, error) {
-	if s.cfg.Deployments == nil || !isDeployment(it) {
+	if s.cfg.Diffs == nil || !isDeployment(it) {
 		return nil, nil
 	}
 	d, err := typedDeployment(it.Object)
 	if err != nil {
 		return nil, err
 	}
-	live, after, err := s.cfg.Deployments.DiffDeployment(ctx, d, commit.Hash, commit.Subject)
+	live, after, err := s.cfg.Diffs.DiffDeployment(ctx, d, commit.Hash, commit.Subject)
 	if err != nil {
 		return nil, apply.Rejection(it, "dry-run", err)
 	}
@@ -141,20 +150,21 @@ func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit sourc
 
 // removedDiff diffs to nothing the Deployment that serves the workload
 // whose Git Deployment e the prune removes: its namesake or, for
-// blue-green, the active color, which goes with it (see removeWorkloads)
-// though the inventory does not name it. nil for any other entry; an
-// empty diff for a workload the prune keeps.
+// blue-green, the active color, which the rollout controller retires
+// with it (see DeploymentSink.SyncDeployments) though the inventory does
+// not name it. nil for any other entry; an empty diff for a workload the
+// prune keeps.
 func (s *Syncer) removedDiff(ctx context.Context, e inventory.Entry) (*apply.ObjectDiff, error) {
-	if s.cfg.Deployments == nil || !isDeploymentEntry(e) {
+	if s.cfg.Diffs == nil || !isDeploymentEntry(e) {
 		return nil, nil
 	}
-	serving, err := s.cfg.Deployments.ServingDeployment(ctx, e.Namespace, e.Name)
+	serving, err := s.cfg.Diffs.ServingDeployment(ctx, e.Namespace, e.Name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("read workload %s/%s: %w", e.Namespace, e.Name, err)
 	case serving == nil:
 		return nil, nil
-	case !apply.Prunable(serving, s.cfg.Name):
+	case !prune.Allowed(serving, s.cfg.Name):
 		return &apply.ObjectDiff{Key: e.Key()}, nil
 	}
 	before, err := untyped(serving, e.APIVersion)
@@ -200,34 +210,15 @@ func isDeployment(it *apply.Item) bool {
 	return gvk.Group == "apps" && gvk.Kind == "Deployment"
 }
 
-// removeWorkloads tells the rollout controller of every Deployment about to
-// be pruned, so that it retires what the workload runs under other names
-// before the Deployment goes (see DeploymentSink.RemoveWorkload). A
-// workload whose serving Deployment the prune keeps (prune disabled, or
-// another sync's label) keeps all it runs: a blue-green workload has no
-// namesake to keep, and retiring its colors would take it down.
-func (s *Syncer) removeWorkloads(ctx context.Context, prune []inventory.Entry) error {
-	if s.cfg.Deployments == nil {
-		return nil
-	}
-	var errs []error
-	for _, e := range prune {
-		if !isDeploymentEntry(e) {
-			continue
-		}
-		serving, err := s.cfg.Deployments.ServingDeployment(ctx, e.Namespace, e.Name)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("read workload %s/%s: %w", e.Namespace, e.Name, err))
-			continue
-		case serving != nil && !apply.Prunable(serving, s.cfg.Name):
-			continue // kept, and all it runs with it
-		}
-		if err := s.cfg.Deployments.RemoveWorkload(ctx, e.Namespace, e.Name); err != nil {
-			errs = append(errs, fmt.Errorf("remove workload %s/%s: %w", e.Namespace, e.Name, err))
+// deploymentsOf names the Deployments of inventory entries.
+func deploymentsOf(entries []inventory.Entry) []types.NamespacedName {
+	var names []types.NamespacedName
+	for _, e := range entries {
+		if isDeploymentEntry(e) {
+			names = append(names, types.NamespacedName{Namespace: e.Namespace, Name: e.Name})
 		}
 	}
-	return errors.Join(errs...)
+	return names
 }
 
 // isDeploymentEntry reports whether inventory entry e is a Deployment.

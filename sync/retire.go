@@ -54,8 +54,11 @@ func (s *Syncer) pruneAll(ctx context.Context, rec *inventory.Record) error {
 		entries = append(entries, e)
 	}
 	slices.SortFunc(entries, func(a, b inventory.Entry) int { return strings.Compare(a.Key().String(), b.Key().String()) })
-	if err := s.removeWorkloads(ctx, entries); err != nil {
-		return err
+	if s.cfg.Deployments != nil {
+		// The sync's last hand-over: nothing desired, every workload leaving.
+		if err := s.cfg.Deployments.SyncDeployments(ctx, "", "", nil, deploymentsOf(entries)); err != nil {
+			return fmt.Errorf("retire the workloads: %w", err)
+		}
 	}
 	pruned, err := s.cfg.Applier.Prune(ctx, entries)
 	for _, ref := range append(pruned.Deleted, pruned.Kept...) {

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -79,37 +80,17 @@ type Source interface {
 //
 // SyncDeployments is given every Deployment of a commit once its other
 // objects are applied, once per commit: the controller takes what Git
-// asks and writes what the rollout needs. An error fails the sync.
-//
-// DiffDeployment, for `plimsoll diff` only, returns the live Deployment
-// that serves a Git Deployment (under Git's name, whatever it runs as) and
-// what the sink's write of it would make of that Deployment, as the API
-// server's dry-run returns it, leaving out what the sink keeps (its
-// status, a refused template, an autoscaled count); nil, nil when the sink
-// runs nothing for it yet, for the sync's own dry-run to diff its
-// namesake.
-//
-// ServingDeployment returns the live Deployment that serves workload
-// namespace/name, renamed to name when it runs under another (a blue-green
-// color); nil for none. A prune judges a Deployment that left Git by it:
-// the workload is retired (RemoveWorkload) only when it may be pruned.
-//
-// ScaleTarget names the live Deployment that a HorizontalPodAutoscaler of
-// Git Deployment name (a blue-green workload) scales: the active color, or
-// name itself while no color serves.
-//
-// RemoveWorkload is told of every Deployment the sync is about to prune,
-// before it is deleted (not of one it keeps: annotated plimsoll.dev/prune:
-// disabled, or no longer labelled as the sync's): the sink retires what it
-// runs for that workload under other names (blue-green colors, the canary
-// Deployment, its keys in Service selectors).
+// asks and writes what the rollout needs. leaving names the Deployments
+// that left Git and that the sync prunes next (none while pruning is
+// off): for each, unless the Deployment that serves the workload is one
+// the prune keeps (annotated plimsoll.dev/prune: disabled, or no longer
+// labelled as the sync's), the controller retires what it runs for the
+// workload under other names (blue-green colors, the canary Deployment,
+// its keys in Service selectors) before it returns, and the sync's prune
+// deletes the Deployment of Git's name. An error fails the sync.
 type DeploymentSink interface {
 	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
-	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment) error
-	DiffDeployment(ctx context.Context, desired *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error)
-	ServingDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
-	ScaleTarget(ctx context.Context, namespace, name string) (string, error)
-	RemoveWorkload(ctx context.Context, namespace, name string) error
+	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error
 }
 
 // Config wires a Syncer.
@@ -153,10 +134,13 @@ type Config struct {
 	Applier     *apply.Applier
 	Store       *inventory.Store
 	Deployments DeploymentSink
-	Events      EventRecorder
-	Metrics     *Metrics
-	Log         *slog.Logger
-	Clock       clock.PassiveClock
+	// Diffs, for Diff only, shows the rollout controller's Deployments as
+	// it would write them (the same controller as Deployments).
+	Diffs   DeploymentDiffer
+	Events  EventRecorder
+	Metrics *Metrics
+	Log     *slog.Logger
+	Clock   clock.PassiveClock
 	// Writable, when set, says whether this daemon may write: while it
 	// says no (another daemon holds the sync), Run syncs nothing and
 	// looks again every HeldRetry. SyncOnce does not ask.
@@ -486,10 +470,6 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 // sync with nothing applied; a failed post hook fails it with everything
 // applied.
 func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
-	objs, err := s.scaleTargets(ctx, objs)
-	if err != nil {
-		return nil, nil, err
-	}
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
 	if err != nil {
 		return nil, nil, err
@@ -559,9 +539,6 @@ func (s *Syncer) prune(ctx context.Context, plan *apply.Plan, rec *inventory.Rec
 	}
 	if len(plan.Prune) == 0 {
 		return apply.PruneResult{}, nil
-	}
-	if err := s.removeWorkloads(ctx, plan.Prune); err != nil {
-		return apply.PruneResult{}, err
 	}
 	pruned, err := s.cfg.Applier.Prune(ctx, plan.Prune)
 	for _, ref := range append(pruned.Deleted, pruned.Kept...) {

@@ -294,7 +294,8 @@ func (m *many) buildDeclared(_ context.Context, spec *declare.Spec) (*fleet.Sync
 func (m *many) syncer(cfg psync.Config) *psync.Syncer {
 	cfg.Namespaces = m.namespaces
 	cfg.Store = inventory.NewStore(m.k.client, m.statusNS, cfg.Name)
-	cfg.Deployments = m.rollouts.ForSync(cfg.Name)
+	sink := m.rollouts.ForSync(cfg.Name)
+	cfg.Deployments, cfg.Diffs = sink, sink
 	cfg.Events = m.events
 	cfg.Metrics = m.metrics.For(cfg.Name)
 	cfg.Log = m.log

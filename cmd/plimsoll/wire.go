@@ -118,6 +118,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 			HandOffFieldManager: rollout.FieldManager}),
 		Store:       store,
 		Deployments: rollouts,
+		Diffs:       rollouts,
 		Events:      events.New(client, clk, log, psync.Component, events.Wait),
 		Metrics:     metrics.For(o.syncName),
 		Log:         log,

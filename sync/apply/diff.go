@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"plimsoll.dev/plimsoll/internal/prune"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -54,7 +55,7 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", e.Key(), err)
 		}
-		if live == nil || !Prunable(live, a.cfg.SyncName) {
+		if live == nil || !prune.Allowed(live, a.cfg.SyncName) {
 			continue
 		}
 		d, err := DiffObjects(e.Key(), live, nil)

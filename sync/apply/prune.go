@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/prune"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -109,7 +110,7 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry, refs []Referr
 		return 0, fmt.Errorf("prune %s: %w", e.Key(), err)
 	case live == nil:
 		return pruneDeleted, nil
-	case !Prunable(live, a.cfg.SyncName):
+	case !prune.Allowed(live, a.cfg.SyncName):
 		return pruneKept, nil
 	case unread != nil && referencedKind(e.Key()):
 		return 0, fmt.Errorf("prune %s: find the Deployments that refer to it: %w", e.Key(), unread)
@@ -121,12 +122,6 @@ func (a *Applier) pruneOne(ctx context.Context, e inventory.Entry, refs []Referr
 		return 0, fmt.Errorf("prune %s: %w", e.Key(), err)
 	}
 	return pruneDeleted, nil
-}
-
-// Prunable reports whether a prune may delete live: it still carries the
-// sync's label and no plimsoll.dev/prune: disabled.
-func Prunable(live metav1.Object, syncName string) bool {
-	return live.GetLabels()[contract.LabelSync] == syncName && live.GetAnnotations()[contract.AnnotationPrune] != contract.PruneDisabled
 }
 
 // workloadReferences returns the Deployments that refer to each ConfigMap
@@ -162,7 +157,7 @@ func (a *Applier) workloadReferences(ctx context.Context, entries []inventory.En
 		gone := map[manifest.Key]bool{}
 		for _, d := range deployments {
 			k := manifest.Key{Group: "apps", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name}
-			gone[k] = leaving[k] && Prunable(d, a.cfg.SyncName)
+			gone[k] = leaving[k] && prune.Allowed(d, a.cfg.SyncName)
 		}
 		maps.Copy(refs, referrers(keys, deployments, replicaSets, gone))
 	}

@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// TestRetireLeaving: a hand-over that names blue-green workloads leaving
+// Git deletes the colors of those its sync's prune may take, and keeps
+// every color of one whose active color the prune keeps (prune disabled,
+// another sync's label), since a blue-green workload has no namesake to
+// keep and retiring its colors would take it down.
+func TestRetireLeaving(t *testing.T) {
+	color := func(workload, suffix, role, sync string, annotations map[string]string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: workload + suffix, Namespace: "team",
+			Labels:      map[string]string{contract.LabelWorkload: workload, contract.LabelSync: sync},
+			Annotations: map[string]string{contract.AnnotationRole: role}}}
+		for k, v := range annotations {
+			d.Annotations[k] = v
+		}
+		return d
+	}
+	disabled := map[string]string{contract.AnnotationPrune: contract.PruneDisabled}
+	client := fake.NewClientset(
+		color("shop", contract.SuffixBlue, contract.RoleIdle, "apps", nil),
+		color("shop", contract.SuffixGreen, contract.RoleActive, "apps", nil),
+		color("kept", contract.SuffixBlue, contract.RoleActive, "apps", disabled),
+		color("kept", contract.SuffixGreen, contract.RoleIdle, "apps", nil),
+		color("moved", contract.SuffixBlue, contract.RoleActive, "infra", nil),
+		color("moved", contract.SuffixGreen, contract.RoleIdle, "infra", nil),
+	)
+	c := New(Config{Client: client, SyncName: "apps"})
+	leaving := []types.NamespacedName{{Namespace: "team", Name: "shop"}, {Namespace: "team", Name: "kept"}, {Namespace: "team", Name: "moved"}}
+	if err := c.SyncDeployments(context.Background(), "c0ffee1", "workloads leave", nil, leaving); err != nil {
+		t.Fatalf("SyncDeployments: %v", err)
+	}
+	list, err := client.AppsV1().Deployments("team").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, d := range list.Items {
+		left = append(left, d.Name)
+	}
+	slices.Sort(left)
+	if want := []string{"kept-blue", "kept-green", "moved-blue", "moved-green"}; !slices.Equal(left, want) {
+		t.Errorf("Deployments left %v, want %v", left, want)
+	}
+	if !c.intents.isLeaving("team/shop") || c.intents.isLeaving("team/kept") {
+		t.Errorf("leaving: shop %v, kept %v; want only shop marked", c.intents.isLeaving("team/shop"), c.intents.isLeaving("team/kept"))
+	}
+}
