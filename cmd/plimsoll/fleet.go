@@ -236,9 +236,8 @@ func (m *many) buildRoot() (*fleet.Sync, error) {
 	}
 	syncer := m.syncer(psync.Config{Name: o.syncName, Path: o.path, Namespace: o.namespace, Prune: o.prune, AllowEmpty: o.allowEmpty,
 		Interval: o.interval, Windows: windows, HoldRewinds: o.holdRewinds, Source: repo.Source(), Charts: charts,
-		Applier: apply.New(apply.Config{Dynamic: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: o.syncName,
-			HandOffFieldManager: rollout.FieldManager}),
-		Hooks: &helm.Hooks{Dynamic: m.k.dynamic, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
+		Applier: apply.New(apply.Config{Dynamic: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: o.syncName}),
+		Hooks:   &helm.Hooks{Dynamic: m.k.dynamic, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
 	return &fleet.Sync{Syncer: syncer, Repo: repo}, nil
 }
 
@@ -277,10 +276,9 @@ func (m *many) buildDeclared(_ context.Context, spec *declare.Spec) (*fleet.Sync
 	}
 	syncer := m.syncer(psync.Config{Name: spec.Name, Path: spec.Path, Namespace: namespace, Prune: spec.Prune, Interval: interval,
 		Windows: spec.Windows, Source: repo.Source(),
-		Charts: helm.New(helm.Config{Namespace: namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: m.k.discovery, REST: as, Log: m.log}),
-		Applier: apply.New(apply.Config{Dynamic: writes, Reads: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: spec.Name,
-			HandOffFieldManager: rollout.FieldManager}),
-		Hooks: &helm.Hooks{Dynamic: writes, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
+		Charts:  helm.New(helm.Config{Namespace: namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: m.k.discovery, REST: as, Log: m.log}),
+		Applier: apply.New(apply.Config{Dynamic: writes, Reads: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: spec.Name}),
+		Hooks:   &helm.Hooks{Dynamic: writes, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
 	m.mu.Lock()
 	m.mu.clients[spec.Name] = typed
 	m.mu.Unlock()

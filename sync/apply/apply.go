@@ -58,13 +58,10 @@ type Result struct {
 // resources of a new CRD, objects in a new namespace) are dry-run in turn,
 // and the rest is applied.
 //
-// Items for which skip returns true are dry-run, as the
-// HandOffFieldManager, but not applied: the caller hands them elsewhere
-// (the rollout controller takes the Deployments). A Deployment whose Git
-// manifest drops minReadySeconds while lowering progressDeadlineSeconds
-// below it is valid once the rollout controller, which applied the old
-// value, applies it; dry-run as the sync, which never did, it would keep
-// the old value and be refused.
+// Items for which skip returns true are dry-run but not applied: the
+// caller hands them elsewhere (the rollout controller takes the
+// Deployments), and they are checked as Git writes them, whoever wrote the
+// live object (see dryRunHanded).
 func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) (Result, error) {
 	var res Result
 	newNamespaces := map[string]bool{}
@@ -135,16 +132,17 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 }
 
 // dryRun applies every item with dryRun=All, concurrently, and joins the
-// failures; those handed elsewhere (skip) as the HandOffFieldManager. A
-// forced item whose change touches an immutable field is marked for
-// recreation instead of failing.
+// failures; those handed elsewhere (skip) are dry-run as dryRunHanded
+// does. A forced item whose change touches an immutable field is marked
+// for recreation instead of failing.
 func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bool) error {
 	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
-		manager := a.cfg.FieldManager
+		var err error
 		if skip != nil && skip(it) {
-			manager = a.cfg.HandOffFieldManager
+			err = a.dryRunHanded(ctx, it)
+		} else {
+			_, err = a.patch(ctx, it, a.cfg.FieldManager, true)
 		}
-		_, err := a.patch(ctx, it, manager, true)
 		if err == nil {
 			return nil
 		}
@@ -199,6 +197,25 @@ func (a *Applier) patch(ctx context.Context, it *Item, manager string, dryRun bo
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	return a.resource(it).Apply(ctx, it.Object.Obj.GetName(), it.Object.Obj, opts)
+}
+
+// dryRunHanded checks an item that another writer applies (the rollout
+// controller, for a Deployment) as Git writes it: a dry-run update that
+// replaces the live object whole, so that a field Git no longer sets is
+// gone whichever field manager set it, and an immutable field is checked
+// against the live object; a dry-run create when there is none. A
+// server-side apply as the sync would keep a field the other writer set
+// and Git dropped: a Deployment whose commit drops minReadySeconds: 60
+// and sets progressDeadlineSeconds: 10 kept the 60 and was refused.
+func (a *Applier) dryRunHanded(ctx context.Context, it *Item) error {
+	obj := it.Object.Obj.DeepCopy()
+	obj.SetResourceVersion("") // an unconditional update: what a write of Git's object would meet
+	dryRun := []string{metav1.DryRunAll}
+	_, err := a.resource(it).Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
+	if apierrors.IsNotFound(err) {
+		_, err = a.resource(it).Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
+	}
+	return err
 }
 
 func (a *Applier) resource(it *Item) dynamic.ResourceInterface {

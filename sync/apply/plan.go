@@ -99,12 +99,6 @@ type Config struct {
 	SyncName string
 	// FieldManager defaults to DefaultFieldManager.
 	FieldManager string
-	// HandOffFieldManager is the field manager that writes the items
-	// Apply hands elsewhere (the rollout controller's, for Deployments);
-	// they are dry-run as it, so that a field Git no longer sets is gone
-	// from the dry-run as it will be from the write. Defaults to
-	// FieldManager.
-	HandOffFieldManager string
 	// Workers defaults to DefaultWorkers.
 	Workers int
 }
@@ -130,9 +124,6 @@ func (a *Applier) reads() dynamic.Interface {
 func New(cfg Config) *Applier {
 	if cfg.FieldManager == "" {
 		cfg.FieldManager = DefaultFieldManager
-	}
-	if cfg.HandOffFieldManager == "" {
-		cfg.HandOffFieldManager = cfg.FieldManager
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers

@@ -71,6 +71,8 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			want: []string{"deployment.yaml, document 1", "plimsoll.dev/auto-rollback", `"yes" is neither "true" nor "false"`}},
 		{name: "immutable field change", files: map[string]string{"config.yaml": strings.Replace(good["config.yaml"], "k: v1", "k: v2", 1)},
 			want: []string{"config.yaml, document 2", "immutable", "plimsoll.dev/force"}},
+		{name: "immutable Deployment selector", files: map[string]string{"deployment.yaml": strings.ReplaceAll(rollingDeployment(1, goodImage), "{app: web}", "{app: web, tier: front}")},
+			want: []string{"deployment.yaml, document 1", "spec.selector", "immutable"}},
 		{name: "absolute symlink", link: [2]string{"passwd.yaml", "/etc/passwd"},
 			want: []string{"passwd.yaml", "leaves the repository"}},
 		{name: "relative symlink leaving the repository", link: [2]string{"up.yaml", "../../../../etc/passwd"},
