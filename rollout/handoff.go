@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -76,7 +79,8 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 // out as written: a namespace the controller does not watch (see
 // Config.Namespaces), an unknown strategy, an annotation value that does not
 // parse, a Service the strategy needs that is unnamed, or neither in the
-// commit (services) nor in the cluster. It writes nothing. A blue-green or
+// commit (services) nor in the cluster, a selector that is not the one the
+// workload's Deployments run with. It writes nothing. A blue-green or
 // canary workload that runs already and is refused is queued: its reconcile
 // marks it Degraded with the error, and holds it as it is until Git
 // changes; the pods do not notice.
@@ -88,6 +92,9 @@ func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment
 	err := checkAnnotations(git.Annotations)
 	if err == nil {
 		err = c.checkServices(ctx, git, services)
+	}
+	if err == nil {
+		err = c.checkSelector(ctx, git)
 	}
 	if err == nil {
 		if c.intents.accept(key) {
@@ -122,6 +129,70 @@ func (c *Controller) checkServices(ctx context.Context, git *appsv1.Deployment, 
 		}
 	}
 	return nil
+}
+
+// checkSelector checks that git's selector is the one every live
+// Deployment of its workload runs with, less the keys plimsoll adds (a
+// blue-green color, a canary's track). A Deployment's selector is
+// immutable: a changed one would fail the controller's writes after the
+// rest of the commit was applied, and deleting the Deployments to make
+// them again would take every pod down. It reads the controller's cache;
+// a controller that does not run asks the API server.
+func (c *Controller) checkSelector(ctx context.Context, git *appsv1.Deployment) error {
+	deploys, err := c.workloadDeployments(ctx, git.Namespace, git.Name)
+	if err != nil {
+		return err
+	}
+	want := ownSelector(git.Spec.Selector)
+	for _, d := range deploys {
+		if live := ownSelector(d.Spec.Selector); !equality.Semantic.DeepEqual(live, want) {
+			return &inputError{fmt.Sprintf("field spec.selector: %s is not %s, the selector Deployment %s runs with; a selector is immutable, and a workload's "+
+				"Deployment is not deleted and created again, with %s or without: that would take its pods down; "+
+				"add the changed Deployment under another name, and remove this one in a later commit once the new one serves",
+				metav1.FormatLabelSelector(git.Spec.Selector), metav1.FormatLabelSelector(live), d.Name, contract.AnnotationForce)}
+		}
+	}
+	return nil
+}
+
+// ownSelector is sel without the keys plimsoll adds to a selector, nil
+// parts for empty ones.
+func ownSelector(sel *metav1.LabelSelector) *metav1.LabelSelector {
+	out := &metav1.LabelSelector{}
+	if sel == nil {
+		return out
+	}
+	for k, v := range sel.MatchLabels {
+		if !strings.HasPrefix(k, contract.Prefix) {
+			if out.MatchLabels == nil {
+				out.MatchLabels = map[string]string{}
+			}
+			out.MatchLabels[k] = v
+		}
+	}
+	if len(sel.MatchExpressions) > 0 {
+		out.MatchExpressions = sel.MatchExpressions
+	}
+	return out
+}
+
+// workloadDeployments returns the live Deployments of workload ns/name
+// (labelled plimsoll.dev/workload=name): from the caches when the
+// controller runs, else from the API server.
+func (c *Controller) workloadDeployments(ctx context.Context, ns, name string) ([]*appsv1.Deployment, error) {
+	if v, ok := c.viewOf(ns); ok && c.running() {
+		return indexed[*appsv1.Deployment](v.index.deploys, byWorkload, ns+"/"+name), nil
+	}
+	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}).String()
+	list, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list the Deployments of workload %s/%s: %w", ns, name, err)
+	}
+	out := make([]*appsv1.Deployment, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // serviceExists reports whether Service ns/name exists.

@@ -43,7 +43,7 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 			continue
 		}
 		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
-			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("Deployment %s: %v", obj.Key(), err)})
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("%s: %v", obj.Key(), err)})
 		}
 	}
 	return errors.Join(errs...)

@@ -134,17 +134,22 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 // dryRun applies every item with dryRun=All, concurrently, and joins the
 // failures; those handed elsewhere (skip) are dry-run as dryRunHanded
 // does. A forced item whose change touches an immutable field is marked
-// for recreation instead of failing.
+// for recreation instead of failing, unless it is handed elsewhere (see
+// handedRejection).
 func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bool) error {
 	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
+		handed := skip != nil && skip(it)
 		var err error
-		if skip != nil && skip(it) {
+		if handed {
 			err = a.dryRunHanded(ctx, it)
 		} else {
 			_, err = a.patch(ctx, it, a.cfg.FieldManager, true)
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
+		case handed:
+			return handedRejection(it, err)
 		}
 		if isImmutable(err) && it.Object.Obj.GetAnnotations()[contract.AnnotationForce] == "true" {
 			it.Action = ActionCreate
@@ -330,6 +335,27 @@ func Rejection(it *Item, action string, err error) error {
 		reason += fmt.Sprintf(" (set annotation %s: \"true\" on it to delete and recreate it)", contract.AnnotationForce)
 	}
 	return &manifest.Error{Origin: it.Object.Origin, Field: field, Reason: reason}
+}
+
+// handedRejection is Rejection for an item handed elsewhere: a workload's
+// Deployment, which the rollout controller writes. An immutable field of
+// it (its selector) is refused with or without plimsoll.dev/force: the
+// sync does not write it, and deleting it to create it again would take
+// its pods, and the Service's endpoints, down at once. The way to change
+// it is a new Deployment beside it, the old one removed once the new
+// serves.
+func handedRejection(it *Item, err error) error {
+	rejected := Rejection(it, "dry-run", err)
+	if !isImmutable(err) {
+		return rejected
+	}
+	var bad *manifest.Error
+	if errors.As(rejected, &bad) {
+		bad.Reason = fmt.Sprintf("dry-run %s: %v (a workload's Deployment is not deleted and created again, with %s or without: "+
+			"that would take its pods down; add the changed Deployment under another name, and remove this one in a later commit once the new one serves)",
+			it.Key(), err, contract.AnnotationForce)
+	}
+	return rejected
 }
 
 func isImmutable(err error) bool {

@@ -72,7 +72,10 @@ func TestSyncRejectsBadInput(t *testing.T) {
 		{name: "immutable field change", files: map[string]string{"config.yaml": strings.Replace(good["config.yaml"], "k: v1", "k: v2", 1)},
 			want: []string{"config.yaml, document 2", "immutable", "plimsoll.dev/force"}},
 		{name: "immutable Deployment selector", files: map[string]string{"deployment.yaml": strings.ReplaceAll(rollingDeployment(1, goodImage), "{app: web}", "{app: web, tier: front}")},
-			want: []string{"deployment.yaml, document 1", "spec.selector", "immutable"}},
+			want: []string{"deployment.yaml, document 1", "spec.selector", "immutable", "not deleted and created again"}},
+		{name: "immutable Deployment selector, forced", files: map[string]string{"deployment.yaml": strings.ReplaceAll(
+			rollingDeployment(1, goodImage, "plimsoll.dev/force", "true"), "{app: web}", "{app: web, tier: front}")},
+			want: []string{"deployment.yaml, document 1", "spec.selector", "immutable", "not deleted and created again"}},
 		{name: "absolute symlink", link: [2]string{"passwd.yaml", "/etc/passwd"},
 			want: []string{"passwd.yaml", "leaves the repository"}},
 		{name: "relative symlink leaving the repository", link: [2]string{"up.yaml", "../../../../etc/passwd"},

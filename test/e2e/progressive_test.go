@@ -249,22 +249,30 @@ func onlyImage(images []string, n int, image string) bool {
 func TestProgressiveBadInput(t *testing.T) {
 	cases := []struct {
 		name, dir, primary, image string
-		good, bad                 map[string]string
+		// breaks are the replacements that break the example.
+		breaks []string
 		// want are fragments of the workload's message and the sync status.
 		want []string
 	}{
 		{
 			name: "blue-green Service missing", dir: "blue-green", primary: "shop-blue", image: "registry.example/shop:v1",
-			want: []string{"plimsoll.dev/active-service", `Service "shop-gone" does not exist`},
+			breaks: []string{"plimsoll.dev/active-service: shop\n", "plimsoll.dev/active-service: shop-gone\n"},
+			want:   []string{"plimsoll.dev/active-service", `Service "shop-gone" does not exist`},
 		},
 		{
 			name: "canary steps malformed", dir: "canary", primary: "api", image: "registry.example/api:v1",
-			want: []string{"plimsoll.dev/steps", `step 2 "pauze"`},
+			breaks: []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pauze, 100%"`},
+			want:   []string{"plimsoll.dev/steps", `step 2 "pauze"`},
 		},
-	}
-	breaks := map[string][]string{
-		"blue-green": {"plimsoll.dev/active-service: shop\n", "plimsoll.dev/active-service: shop-gone\n"},
-		"canary":     {`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pauze, 100%"`},
+		{
+			// The colors run with the selector plus their color: a forced
+			// recreation of both would take every pod down.
+			name: "blue-green selector changed, forced", dir: "blue-green", primary: "shop-blue", image: "registry.example/shop:v1",
+			breaks: []string{"      app: shop\n  template:", "      app: shop\n      tier: front\n  template:",
+				"        app: shop\n    spec:", "        app: shop\n        tier: front\n    spec:",
+				"plimsoll.dev/strategy: blue-green\n", "plimsoll.dev/strategy: blue-green\n    plimsoll.dev/force: \"true\"\n"},
+			want: []string{"field spec.selector", "immutable", "under another name"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,7 +294,7 @@ func TestProgressiveBadInput(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read ConfigMap settings: %v", err)
 			}
-			files := example(t, tc.dir, append([]string{tc.image, newImage}, breaks[tc.dir]...)...)
+			files := example(t, tc.dir, append([]string{tc.image, newImage}, tc.breaks...)...)
 			files["config.yaml"] = settingsConfigMap("bad")
 			bad := s.repo.commit("bad", files)
 			d := waitForDeployment(t, s.ns, tc.primary, "Degraded with the error", func(d *appsv1.Deployment) bool {
