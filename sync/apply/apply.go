@@ -212,15 +212,34 @@ func (a *Applier) patch(ctx context.Context, it *Item, manager string, dryRun bo
 // server-side apply as the sync would keep a field the other writer set
 // and Git dropped: a Deployment whose commit drops minReadySeconds: 60
 // and sets progressDeadlineSeconds: 10 kept the 60 and was refused.
+//
+// One request each: the create for an item the plan found no live object
+// of (a blue-green workload's, which runs under its colors' names), the
+// update for the others; the other one after a create that finds the
+// object there (one the sync has not labelled yet) or an update that
+// finds it gone.
 func (a *Applier) dryRunHanded(ctx context.Context, it *Item) error {
 	obj := it.Object.Obj.DeepCopy()
 	obj.SetResourceVersion("") // an unconditional update: what a write of Git's object would meet
 	dryRun := []string{metav1.DryRunAll}
-	_, err := a.resource(it).Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
-	if apierrors.IsNotFound(err) {
-		_, err = a.resource(it).Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
+	update := func() error {
+		_, err := a.resource(it).Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
+		return err
 	}
-	return err
+	create := func() error {
+		_, err := a.resource(it).Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldManager: a.cfg.FieldManager})
+		return err
+	}
+	if it.Live == nil {
+		if err := create(); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return update()
+	}
+	if err := update(); !apierrors.IsNotFound(err) {
+		return err
+	}
+	return create()
 }
 
 func (a *Applier) resource(it *Item) dynamic.ResourceInterface {
