@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -178,21 +177,12 @@ func ownSelector(sel *metav1.LabelSelector) *metav1.LabelSelector {
 
 // workloadDeployments returns the live Deployments of workload ns/name
 // (labelled plimsoll.dev/workload=name): from the caches when the
-// controller runs, else from the API server.
+// controller runs, else from the API server (see listWorkload).
 func (c *Controller) workloadDeployments(ctx context.Context, ns, name string) ([]*appsv1.Deployment, error) {
 	if v, ok := c.viewOf(ns); ok && c.running() {
 		return indexed[*appsv1.Deployment](v.index.deploys, byWorkload, ns+"/"+name), nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}).String()
-	list, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("list the Deployments of workload %s/%s: %w", ns, name, err)
-	}
-	out := make([]*appsv1.Deployment, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return c.listWorkload(ctx, ns, name)
 }
 
 // serviceExists reports whether Service ns/name exists.

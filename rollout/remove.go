@@ -58,15 +58,13 @@ func (c *Controller) retireLeaving(ctx context.Context, syncName string, leaving
 // back into the selector it just lost), until Git hands it over again.
 func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error {
 	c.intents.leave(ns + "/" + name)
-	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}).String()
-	list, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	deploys, err := c.listWorkload(ctx, ns, name)
 	if err != nil {
-		return fmt.Errorf("list the Deployments of workload %s/%s: %w", ns, name, err)
+		return err
 	}
 	var left []*appsv1.Deployment
 	services := map[string]bool{}
-	for i := range list.Items {
-		d := &list.Items[i]
+	for _, d := range deploys {
 		for _, key := range serviceKeys {
 			if s := d.Annotations[key]; s != "" {
 				services[s] = true
@@ -83,6 +81,21 @@ func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error 
 	}
 	_, err = c.deleteDeployments(ctx, ns, name, "of workload "+name+", which left Git", nil, left)
 	return err
+}
+
+// listWorkload returns the Deployments of workload ns/name (labelled
+// plimsoll.dev/workload=name) as the API server holds them.
+func (c *Controller) listWorkload(ctx context.Context, ns, name string) ([]*appsv1.Deployment, error) {
+	sel := labels.SelectorFromSet(labels.Set{contract.LabelWorkload: name}).String()
+	list, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list the Deployments of workload %s/%s: %w", ns, name, err)
+	}
+	deploys := make([]*appsv1.Deployment, len(list.Items))
+	for i := range list.Items {
+		deploys[i] = &list.Items[i]
+	}
+	return deploys, nil
 }
 
 // dropWorkloadKeys removes the selector keys a strategy adds from Service
