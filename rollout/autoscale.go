@@ -45,6 +45,47 @@ func (c *Controller) autoscalerOf(ns string, names ...string) (*autoscalingv2.Ho
 	return scalerOf(list, names)
 }
 
+// autoscaler returns the HorizontalPodAutoscaler of w, as observed, that
+// targets one of the Deployments names, and the name it targets; nil
+// when none does.
+func (w *workload) autoscaler(names ...string) (*autoscalingv2.HorizontalPodAutoscaler, string) {
+	return scalerOf(w.autoscalers, names)
+}
+
+// autoscaledCount returns the replica count of Deployment d of w when an
+// HPA targets it, and whether one does: the count the HPA set, which is
+// d's own.
+func (w *workload) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
+	if d == nil {
+		return 0, false
+	}
+	if h, _ := w.autoscaler(d.Name); h == nil {
+		return 0, false
+	}
+	return specReplicas(d), true
+}
+
+// ofWorkload returns those of list that target a Deployment of workload
+// name: <name>, or <name> with a suffix plimsoll gives it.
+func ofWorkload(list []*autoscalingv2.HorizontalPodAutoscaler, name string) []*autoscalingv2.HorizontalPodAutoscaler {
+	var out []*autoscalingv2.HorizontalPodAutoscaler
+	for _, h := range list {
+		if _, target := scalerOf([]*autoscalingv2.HorizontalPodAutoscaler{h}, workloadNames(name)); target != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// workloadNames are the names of the Deployments workload name may run.
+func workloadNames(name string) []string {
+	names := []string{name}
+	for _, s := range sideSuffixes {
+		names = append(names, name+s)
+	}
+	return names
+}
+
 // scalerOf returns the first of list that targets one of the Deployments
 // names, and the name it targets; nil when none does.
 func scalerOf(list []*autoscalingv2.HorizontalPodAutoscaler, names []string) (*autoscalingv2.HorizontalPodAutoscaler, string) {
@@ -64,17 +105,39 @@ func targets(h *autoscalingv2.HorizontalPodAutoscaler, name string) bool {
 	return ref.Kind == "Deployment" && ref.Name == name && (ref.APIVersion == "" || ref.APIVersion == "apps/v1")
 }
 
-// autoscaledCount returns the replica count of Deployment d when an HPA
-// targets it, and whether one does: the count the HPA set, which is d's
-// own.
-func (c *Controller) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
-	if d == nil {
-		return 0, false
+// lookUpAutoscalers reads from the API server, for a blue-green workload
+// that a one-shot sync (once mode) has just handed over, the
+// HorizontalPodAutoscalers the caches do not show it: one the sync
+// created a moment ago, naming <name> as Git writes it, may not have
+// reached the informer yet, and the swap's retarget onto the active color
+// would wait for the next run, the HPA meanwhile scaling a Deployment
+// that does not exist. The daemon needs no such look: the HPA's add
+// event queues the workload again. One list of the namespace's HPAs,
+// only when the caches hold none of the workload's.
+func (c *Controller) lookUpAutoscalers(ctx context.Context, w *workload, annotations map[string]string) {
+	if !c.once.Load() || annotations[contract.AnnotationStrategy] != contract.StrategyBlueGreen || len(w.autoscalers) > 0 {
+		return
 	}
-	if h, _ := c.autoscalerOf(d.Namespace, d.Name); h == nil {
-		return 0, false
+	list, err := c.listAutoscalers(ctx, w.ns)
+	if err != nil {
+		c.log.Warn("read the autoscalers of a workload handed over", "workload", w.ns+"/"+w.name, "error", err)
+		return
 	}
-	return specReplicas(d), true
+	w.autoscalers = ofWorkload(list, w.name)
+}
+
+// listAutoscalers lists the HorizontalPodAutoscalers of namespace ns from
+// the API server.
+func (c *Controller) listAutoscalers(ctx context.Context, ns string) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
+	list, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
+	}
+	all := make([]*autoscalingv2.HorizontalPodAutoscaler, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	return all, nil
 }
 
 // retarget points HPA h at Deployment to, as a blue-green swap hands the
@@ -124,13 +187,9 @@ func (c *Controller) liveScaleTarget(ctx context.Context, ns string, names ...st
 		_, target := c.autoscalerOf(ns, names...)
 		return target, nil
 	}
-	list, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+	all, err := c.listAutoscalers(ctx, ns)
 	if err != nil {
-		return "", fmt.Errorf("list the HorizontalPodAutoscalers of namespace %s: %w", ns, err)
-	}
-	all := make([]*autoscalingv2.HorizontalPodAutoscaler, len(list.Items))
-	for i := range list.Items {
-		all[i] = &list.Items[i]
+		return "", err
 	}
 	_, target := scalerOf(all, names)
 	return target, nil

@@ -114,8 +114,12 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() {
-			return nil // Git's intent is held: a one-shot sync has nothing to do
+		if !changed && c.once.Load() && len(bg.w.autoscalers) == 0 {
+			// Git's intent is held: a one-shot sync has nothing to do. With
+			// an HPA it plans a step all the same, whose one write, if any,
+			// points an HPA Git has just added (naming <name>) at the
+			// active color: nothing follows a one-shot sync to do it later.
+			return nil
 		}
 		if changed {
 			// Plan the first step from what takeBlueGreen intends: its
@@ -163,7 +167,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		state = workloadState{}
 	}
 	state.Replicas = specReplicas(git)
-	if n, ok := c.blueGreenCount(bg); ok {
+	if n, ok := blueGreenCount(bg); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
 	desired := podtemplate.Hash(git.Spec.Template)
@@ -230,7 +234,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	}
 	state := readState(primary.Annotations)
 	cmd := readCommand(primary, &recorded, &state)
-	if n, ok := c.blueGreenCount(bg); ok {
+	if n, ok := blueGreenCount(bg); ok {
 		state.Replicas = n // the new color comes up to the count that serves
 	}
 	delay, err := scaleDownDelay(primary.Annotations)
@@ -262,7 +266,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		}
 	}
 	before := state.Run
-	autoscaler, scaled := c.autoscalerOf(ns, name, name+contract.SuffixBlue, name+contract.SuffixGreen)
+	autoscaler, scaled := bg.w.autoscaler(name, name+contract.SuffixBlue, name+contract.SuffixGreen)
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
 		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
@@ -306,8 +310,8 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 // count, which would take the pods the HPA added out of the Service.
 // Before the first swap it is the count of the Deployment the HPA
 // targets (<name>, while it serves).
-func (c *Controller) blueGreenCount(bg *blueGreen) (int32, bool) {
-	h, target := c.autoscalerOf(bg.ns, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen, bg.name)
+func blueGreenCount(bg *blueGreen) (int32, bool) {
+	h, target := bg.w.autoscaler(bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen, bg.name)
 	if h == nil {
 		return 0, false
 	}

@@ -103,7 +103,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		state = workloadState{} // the previous strategy's state means nothing here
 	}
 	state.Replicas = specReplicas(git)
-	if n, ok := c.autoscaledCount(cy.stable); ok {
+	if n, ok := cy.w.autoscaledCount(cy.stable); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
 	desired := podtemplate.Hash(git.Spec.Template)
@@ -204,7 +204,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	}
 	state := readState(cy.stable.Annotations)
 	cmd := readCommand(cy.stable, &recorded, &state)
-	n, autoscaled := c.autoscaledCount(cy.stable)
+	n, autoscaled := cy.w.autoscaledCount(cy.stable)
 	if autoscaled {
 		state.Replicas = n // the HPA's count is the workload's total
 	}

@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -63,6 +65,10 @@ type workload struct {
 	// ready holds, by Service name, the pods its EndpointSlices list as
 	// ready, sorted.
 	ready map[string][]string
+	// autoscalers are the HorizontalPodAutoscalers of the namespace that
+	// target one of the workload's Deployments (<name> and its sides),
+	// whether or not that Deployment exists.
+	autoscalers []*autoscalingv2.HorizontalPodAutoscaler
 	// intended holds, by name, the cached copy (nil: none) of each
 	// Deployment of deploys that this reconcile means to write and has
 	// not written yet (see intend).
@@ -166,6 +172,10 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 		w.pods[i] = c.labelled.newest(p)
 	}
 	slices.SortFunc(w.pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	if v.autoscalers != nil {
+		list, _ := v.autoscalers.HorizontalPodAutoscalers(ns).List(labels.Everything())
+		w.autoscalers = ofWorkload(list, name)
+	}
 	names := map[string]bool{}
 	collect := func(a map[string]string) {
 		for _, key := range serviceKeys {

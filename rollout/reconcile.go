@@ -29,6 +29,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	w := c.observe(ns, name, gitAnnotations)
 	c.lookUpMissing(ctx, w, gitAnnotations)
+	c.lookUpAutoscalers(ctx, w, gitAnnotations)
 	if in.refused != nil {
 		return c.holdRefused(ctx, w, in)
 	}

@@ -86,7 +86,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		AutoRollback: autoRollback(git.Annotations),
 	}
 	want.Commit = strategies.RevisionCommit(recorded, want.Hash, in.commit)
-	count, autoscaled := c.autoscaledCount(live)
+	count, autoscaled := w.autoscaledCount(live)
 	if autoscaled {
 		want.Replicas = nil // the HPA's count is the desired one
 	}

@@ -210,3 +210,45 @@ func TestAutoscaledCanaryWithoutReplicas(t *testing.T) {
 		t.Errorf("the stable asks for %d replicas, want the HPA's 5", *d.Spec.Replicas)
 	}
 }
+
+// TestOneShotSyncPointsNewHPAAtActiveColor adds an HPA, naming the
+// workload as Git writes it, to a blue-green workload that serves from
+// blue, and runs `plimsoll sync --once`: when the one-shot sync exits, the
+// HPA scales web-blue, the Deployment that serves, not web, which does
+// not exist. Nothing follows a one-shot sync to point it there later.
+func TestOneShotSyncPointsNewHPAAtActiveColor(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	blueGreen := "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n"
+	files := switchedExample(t, "v1", blueGreen, "  replicas: 4\n", "  replicas: 2\n")
+	s.repo.commit("web v1", files)
+	s.mustSync(t, "--wait")
+	waitForDeployment(t, s.ns, "web-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
+
+	files["hpa.yaml"] = loadHPAManifest("web", 2, 8)
+	s.repo.commit("an HPA for web", files)
+	s.mustSync(t)
+	hpa, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(s.ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("HPA web: %v", err)
+	}
+	if got := hpa.Spec.ScaleTargetRef.Name; got != "web-blue" {
+		t.Errorf("after the one-shot sync the HPA scales Deployment %q, want the active color web-blue", got)
+	}
+
+	// The step a one-shot sync now plans for an autoscaled workload
+	// writes nothing once the HPA is where it belongs.
+	generations := deploymentGenerations(t, s.ns)
+	s.mustSync(t)
+	if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
+		t.Errorf("a one-shot sync with nothing to do moved Deployment generations: %v, then %v", generations, after)
+	}
+	again, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(s.ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("HPA web: %v", err)
+	}
+	if again.Generation != hpa.Generation || again.Spec.ScaleTargetRef.Name != "web-blue" {
+		t.Errorf("a one-shot sync with nothing to do rewrote the HPA: generation %d to %d, target %s",
+			hpa.Generation, again.Generation, again.Spec.ScaleTargetRef.Name)
+	}
+}
