@@ -180,7 +180,8 @@ func (a *Applier) applyAll(ctx context.Context, items []*Item) ([]Change, error)
 			return Rejection(it, "apply", err)
 		}
 		action := it.Action
-		if it.Live != nil && applied.GetResourceVersion() == it.Live.GetResourceVersion() {
+		if it.Live != nil && (applied.GetResourceVersion() == it.Live.GetResourceVersion() ||
+			it.liveState != "" && stateDigest(applied.Object) == it.liveState) {
 			action = ActionNone
 		}
 		changes[index[it]] = Change{Key: it.Key(), Action: action, Item: it}

@@ -44,3 +44,33 @@ func InSync(live, desired map[string]any) bool {
 	}
 	return true
 }
+
+// stateDigest is a digest of what live object obj holds that a write of
+// the sync can change: all of it but its status, its resourceVersion and
+// its managed fields, which its controller's status writes move too. An
+// apply that finds the object as the plan read it, but for those, has
+// written nothing, whatever its resourceVersion says: a DaemonSet whose
+// controller reported its pods between the plan's read and the apply is
+// no change of the sync's. "" when it cannot be encoded.
+func stateDigest(obj map[string]any) string {
+	top := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "status" {
+			top[k] = v
+		}
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		kept := make(map[string]any, len(md))
+		for k, v := range md {
+			if k != "resourceVersion" && k != "managedFields" {
+				kept[k] = v
+			}
+		}
+		top["metadata"] = kept
+	}
+	h, err := Hash(top)
+	if err != nil {
+		return ""
+	}
+	return h
+}

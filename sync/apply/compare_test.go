@@ -116,3 +116,57 @@ func mustHash(t *testing.T, obj map[string]any) string {
 	}
 	return h
 }
+
+// TestStateDigest compares a DaemonSet as the plan listed it (no status,
+// no managed fields, resourceVersion 7) with what an apply returns: the
+// same once its controller has only reported its pods (resourceVersion
+// 9, a status, a managed-fields entry for it), another once the apply
+// changed a label or the spec.
+func TestStateDigest(t *testing.T) {
+	listed := map[string]any{
+		"apiVersion": "apps/v1", "kind": "DaemonSet",
+		"metadata": map[string]any{"name": "agent", "namespace": "web", "resourceVersion": "7", "generation": int64(1),
+			"labels": map[string]any{"app": "agent"}},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "agent"}}},
+	}
+	applied := func(edit func(obj map[string]any)) map[string]any {
+		obj := map[string]any{
+			"apiVersion": "apps/v1", "kind": "DaemonSet",
+			"metadata": map[string]any{"name": "agent", "namespace": "web", "resourceVersion": "9", "generation": int64(1),
+				"labels": map[string]any{"app": "agent"},
+				"managedFields": []any{map[string]any{"manager": "kube-controller-manager", "subresource": "status"}}},
+			"spec":   map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "agent"}}},
+			"status": map[string]any{"numberReady": int64(3)},
+		}
+		if edit != nil {
+			edit(obj)
+		}
+		return obj
+	}
+	want := stateDigest(listed)
+	if want == "" {
+		t.Fatal("no digest of the listed DaemonSet")
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(obj map[string]any)
+		same bool
+	}{
+		{name: "status reported", same: true},
+		{name: "label changed", edit: func(obj map[string]any) {
+			obj["metadata"].(map[string]any)["labels"] = map[string]any{"app": "agent", "tier": "node"}
+		}},
+		{name: "spec changed", edit: func(obj map[string]any) {
+			obj["metadata"].(map[string]any)["generation"] = int64(2)
+			obj["spec"].(map[string]any)["minReadySeconds"] = int64(5)
+		}},
+	} {
+		obj := applied(tt.edit)
+		if got := stateDigest(obj) == want; got != tt.same {
+			t.Errorf("%s: same state = %v, want %v", tt.name, got, tt.same)
+		}
+		if _, ok := obj["status"]; !ok {
+			t.Errorf("%s: stateDigest dropped the status of the object it was given", tt.name)
+		}
+	}
+}

@@ -149,6 +149,10 @@ type Item struct {
 	// takeOver is the patch that gives the sync the fields kubectl owns
 	// on Live (see takeOverPatchOf), nil when there are none to take.
 	takeOver []byte
+	// liveState is the stateDigest of Live as the plan read it, for an
+	// item to be written ("" for the others): an apply that leaves that
+	// as it was wrote nothing.
+	liveState string
 }
 
 // Key names the item's object.
@@ -244,6 +248,9 @@ func (a *Applier) plan(ctx context.Context, desired []manifest.Object, inv inven
 		it.Live = &live
 		if err := a.decide(it, inv, blueGreen); err != nil {
 			errs = append(errs, err)
+		}
+		if it.Action != ActionNone {
+			it.liveState = stateDigest(it.Live.Object)
 		}
 		if !whole {
 			it.Live = slim(it.Live)
