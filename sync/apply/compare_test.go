@@ -133,7 +133,7 @@ func TestStateDigest(t *testing.T) {
 		obj := map[string]any{
 			"apiVersion": "apps/v1", "kind": "DaemonSet",
 			"metadata": map[string]any{"name": "agent", "namespace": "web", "resourceVersion": "9", "generation": int64(1),
-				"labels": map[string]any{"app": "agent"},
+				"labels":        map[string]any{"app": "agent"},
 				"managedFields": []any{map[string]any{"manager": "kube-controller-manager", "subresource": "status"}}},
 			"spec":   map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "agent"}}},
 			"status": map[string]any{"numberReady": int64(3)},
