@@ -76,6 +76,17 @@ func (bg *blueGreen) color(c strategies.Color) *appsv1.Deployment {
 	return nil
 }
 
+// scalerAstray reports whether an HPA of bg's workload names another of
+// its Deployments than the active color, while a color is active.
+func (bg *blueGreen) scalerAstray() bool {
+	active := bg.live()
+	if active == "" {
+		return false
+	}
+	_, target := bg.w.autoscaler(bg.name, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen)
+	return target != "" && target != bg.name+active.Suffix()
+}
+
 // readBlueGreen takes the Deployments and Services of a blue-green
 // workload from w; annotations (Git's, or the primary's) name the
 // Services. A Service that is unnamed or missing is an input error.
@@ -114,11 +125,12 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && len(bg.w.autoscalers) == 0 {
-			// Git's intent is held: a one-shot sync has nothing to do. With
-			// an HPA it plans a step all the same, whose one write, if any,
-			// points an HPA Git has just added (naming <name>) at the
-			// active color: nothing follows a one-shot sync to do it later.
+		if !changed && c.once.Load() && !bg.scalerAstray() {
+			// Git's intent is held: a one-shot sync has nothing to do. But
+			// for an HPA that names another Deployment than the active
+			// color (one Git has just added, naming <name>): the step
+			// points it there, since nothing follows a one-shot sync to do
+			// it later.
 			return nil
 		}
 		if changed {
