@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -68,9 +69,10 @@ func (w *workload) autoscaledCount(d *appsv1.Deployment) (int32, bool) {
 // ofWorkload returns those of list that target a Deployment of workload
 // name: <name>, or <name> with a suffix plimsoll gives it.
 func ofWorkload(list []*autoscalingv2.HorizontalPodAutoscaler, name string) []*autoscalingv2.HorizontalPodAutoscaler {
+	names := workloadNames(name)
 	var out []*autoscalingv2.HorizontalPodAutoscaler
 	for _, h := range list {
-		if _, target := scalerOf([]*autoscalingv2.HorizontalPodAutoscaler{h}, workloadNames(name)); target != "" {
+		if slices.ContainsFunc(names, func(n string) bool { return targets(h, n) }) {
 			out = append(out, h)
 		}
 	}
