@@ -87,6 +87,13 @@ func (bg *blueGreen) scalerAstray() bool {
 	return target != "" && target != bg.name+active.Suffix()
 }
 
+// selectorAstray reports whether bg's active Service selects no color
+// while a color serves (by its role): its color key was removed by hand,
+// and selecting the serving color again is a repair.
+func (bg *blueGreen) selectorAstray() bool {
+	return bg.live() == "" && servingColor(bg.w) != nil
+}
+
 // readBlueGreen takes the Deployments and Services of a blue-green
 // workload from w; annotations (Git's, or the primary's) name the
 // Services. A Service that is unnamed or missing is an input error.
@@ -125,12 +132,13 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !bg.scalerAstray() {
+		if !changed && c.once.Load() && !bg.scalerAstray() && !bg.selectorAstray() {
 			// Git's intent is held: a one-shot sync has nothing to do. But
 			// for an HPA that names another Deployment than the active
-			// color (one Git has just added, naming <name>): the step
-			// points it there, since nothing follows a one-shot sync to do
-			// it later.
+			// color (one Git has just added, naming <name>), or an active
+			// Service whose color key was removed by hand: the step points
+			// them at the active color, since nothing follows a one-shot
+			// sync to do it later.
 			return nil
 		}
 		if changed {
@@ -296,7 +304,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.Name,
 		services:   map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
 		autoscaler: autoscaler,
-		repairs:    map[strategies.ServiceRole]bool{strategies.ServiceActive: active == "" && servingColor(bg.w) != nil},
+		repairs:    map[strategies.ServiceRole]bool{strategies.ServiceActive: bg.selectorAstray()},
 		written: func() {
 			c.report(ctx, primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 			c.reportAnalysis(ctx, primary, before, plan.Run, j.taken, j.specs)

@@ -40,6 +40,30 @@ func readCanary(w *workload, annotations map[string]string) (*canary, []strategi
 	return cy, steps, err
 }
 
+// recorded returns the status and the step recorded on cy's stable
+// Deployment, before any command is applied; zero values when it has none
+// or they do not parse (the step reports that).
+func (cy *canary) recorded() (strategies.Status, int) {
+	if cy.stable == nil {
+		return strategies.Status{}, 0
+	}
+	st, _ := strategies.ReadStatus(cy.stable.Annotations)
+	return st, readState(cy.stable.Annotations).Step
+}
+
+// selectorAstray reports whether cy's Service no longer selects the
+// serving pods though it did before (the workload, recorded so, is at
+// rest or past its first step): changed by hand, and selecting them
+// again is a repair. A blue-green workload handing over to the canary
+// still has its colors, and the Service its color key, until it retires
+// them.
+func (cy *canary) selectorAstray(recorded strategies.Status, step int) bool {
+	if cy.service == nil || cy.service.Spec.Selector[contract.LabelServing] == "true" || cy.w.hasAny(colorSuffixes) {
+		return false
+	}
+	return recorded.Phase == strategies.PhaseHealthy || step > 0
+}
+
 // reconcileCanary reconciles a canary workload: with an intent that its
 // Deployments do not hold yet, it takes that (takeCanary); then one step
 // of the plan, whose writes carry the intent too.
@@ -57,8 +81,12 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() {
-			return nil // Git's intent is held: a one-shot sync has nothing to do
+		if !changed && c.once.Load() && !cy.selectorAstray(cy.recorded()) {
+			// Git's intent is held: a one-shot sync has nothing to do. But
+			// for a Service whose serving key was removed by hand: the
+			// step selects the serving pods again, since nothing follows
+			// a one-shot sync to do it later.
+			return nil
 		}
 		if changed {
 			// Plan the first step from what takeCanary intends: its
@@ -239,10 +267,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Steps: steps, Autoscaled: autoscaled,
 	}, recorded, observed)
 	state.Step, state.StepSince, state.Run = plan.Step, plan.StepSince, plan.Run
-	// A Service that selected serving pods before (the workload is at
-	// rest, or past its first step) and no longer does was changed by
-	// hand: selecting them again is a repair.
-	repair := !observed.ServiceSelectsServing && !cy.w.hasAny(colorSuffixes) && (recorded.Phase == strategies.PhaseHealthy || observed.Step > 0)
+	repair := cy.selectorAstray(recorded, observed.Step)
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
 		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
 		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.Name,

@@ -5,12 +5,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
@@ -114,5 +117,45 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 		if d.Generation != g {
 			t.Errorf("%s: generation %d, then %d: written again after the restore", name, g, d.Generation)
 		}
+	}
+}
+
+// TestOneShotSyncRepairsServiceSelector removes by hand (kubectl patch)
+// the key plimsoll puts in a Service's selector: the active color of a
+// blue-green workload, the serving label of a canary's. With it gone the
+// Service selects every color or track. A one-shot sync of the same
+// commit, which changes nothing of the workload, puts the key back, since
+// nothing follows a one-shot sync to do it later, and moves no
+// Deployment's generation.
+func TestOneShotSyncRepairsServiceSelector(t *testing.T) {
+	parallel(t)
+	for _, tc := range []struct {
+		strategy, annotations, key, want, primary string
+	}{
+		{"blue-green", "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n", contract.LabelColor, "blue", "web-blue"},
+		{"canary", "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"100%\"\n", contract.LabelServing, "true", "web"},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			parallel(t)
+			s := newSyncTarget(t)
+			s.repo.commit("web v1", switchedExample(t, "v1", tc.annotations))
+			s.mustSync(t, "--wait")
+			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
+
+			remove := fmt.Sprintf(`[{"op":"remove","path":"/spec/selector/%s"}]`, strings.ReplaceAll(tc.key, "/", "~1"))
+			kubectl(t, "patch", "service", "web", "-n", s.ns, "--type=json", "-p", remove)
+			generations := deploymentGenerations(t, s.ns)
+			s.mustSync(t)
+			svc, err := suite.client.CoreV1().Services(s.ns).Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("Service web: %v", err)
+			}
+			if got := svc.Spec.Selector[tc.key]; got != tc.want {
+				t.Errorf("after the one-shot sync Service web selects %v, want %s=%s", svc.Spec.Selector, tc.key, tc.want)
+			}
+			if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
+				t.Errorf("the repair moved Deployment generations: %v, then %v", generations, after)
+			}
+		})
 	}
 }
