@@ -87,11 +87,18 @@ func (bg *blueGreen) scalerAstray() bool {
 	return target != "" && target != bg.name+active.Suffix()
 }
 
-// selectorAstray reports whether bg's active Service selects no color
+// activeAstray reports whether bg's active Service selects no color
 // while a color serves (by its role): its color key was removed by hand,
 // and selecting the serving color again is a repair.
-func (bg *blueGreen) selectorAstray() bool {
+func (bg *blueGreen) activeAstray() bool {
 	return bg.live() == "" && servingColor(bg.w) != nil
+}
+
+// previewAstray reports whether bg's preview Service selects no color
+// while the workload has one: every plan names the color it previews, so
+// the key was removed by hand.
+func (bg *blueGreen) previewAstray() bool {
+	return bg.preview != nil && bg.preview.Spec.Selector[contract.LabelColor] == "" && (bg.blue != nil || bg.green != nil)
 }
 
 // readBlueGreen takes the Deployments and Services of a blue-green
@@ -132,13 +139,13 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !bg.scalerAstray() && !bg.selectorAstray() {
+		if !changed && c.once.Load() && !bg.scalerAstray() && !bg.activeAstray() && !bg.previewAstray() {
 			// Git's intent is held: a one-shot sync has nothing to do. But
 			// for an HPA that names another Deployment than the active
-			// color (one Git has just added, naming <name>), or an active
-			// Service whose color key was removed by hand: the step points
-			// them at the active color, since nothing follows a one-shot
-			// sync to do it later.
+			// color (one Git has just added, naming <name>), or a Service
+			// whose color key was removed by hand: the step points them at
+			// their colors, since nothing follows a one-shot sync to do it
+			// later.
 			return nil
 		}
 		if changed {
@@ -304,7 +311,8 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.Name,
 		services:   map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
 		autoscaler: autoscaler,
-		repairs:    map[strategies.ServiceRole]bool{strategies.ServiceActive: bg.selectorAstray()},
+		repairs: map[strategies.ServiceRole]bool{strategies.ServiceActive: bg.activeAstray(),
+			strategies.ServicePreview: bg.previewAstray()},
 		written: func() {
 			c.report(ctx, primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 			c.reportAnalysis(ctx, primary, before, plan.Run, j.taken, j.specs)

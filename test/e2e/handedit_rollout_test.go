@@ -121,37 +121,46 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 }
 
 // TestOneShotSyncRepairsServiceSelector removes by hand (kubectl patch)
-// the key plimsoll puts in a Service's selector: the active color of a
-// blue-green workload, the serving label of a canary's. With it gone the
-// Service selects every color or track. A one-shot sync of the same
-// commit, which changes nothing of the workload, puts the key back, since
-// nothing follows a one-shot sync to do it later, and moves no
-// Deployment's generation.
+// the key plimsoll puts in a Service's selector: the color of a
+// blue-green workload's active and preview Services, the serving label of
+// a canary's Service. With it gone the Service selects every color or
+// track. A one-shot sync of the same commit, which changes nothing of the
+// workload, puts the key back, since nothing follows a one-shot sync to
+// do it later, and moves no Deployment's generation.
 func TestOneShotSyncRepairsServiceSelector(t *testing.T) {
 	parallel(t)
+	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"100%\"\n"
 	for _, tc := range []struct {
-		strategy, annotations, key, want, primary string
+		strategy string
+		files    func(t *testing.T) map[string]string
+		primary  string
+		key      string
+		want     map[string]string // each Service patched, to the key's value
 	}{
-		{"blue-green", "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n", contract.LabelColor, "blue", "web-blue"},
-		{"canary", "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"100%\"\n", contract.LabelServing, "true", "web"},
+		{"blue-green active", func(t *testing.T) map[string]string { return blueGreenExample(t, "v1", "30s") },
+			"shop-blue", contract.LabelColor, map[string]string{"shop": "blue"}},
+		{"blue-green preview", func(t *testing.T) map[string]string { return blueGreenExample(t, "v1", "30s") },
+			"shop-blue", contract.LabelColor, map[string]string{"shop-preview": "blue"}},
+		{"canary", func(t *testing.T) map[string]string { return switchedExample(t, "v1", canary) },
+			"web", contract.LabelServing, map[string]string{"web": "true"}},
 	} {
 		t.Run(tc.strategy, func(t *testing.T) {
 			parallel(t)
 			s := newSyncTarget(t)
-			s.repo.commit("web v1", switchedExample(t, "v1", tc.annotations))
+			s.repo.commit("v1", tc.files(t))
 			s.mustSync(t, "--wait")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 
 			remove := fmt.Sprintf(`[{"op":"remove","path":"/spec/selector/%s"}]`, strings.ReplaceAll(tc.key, "/", "~1"))
-			kubectl(t, "patch", "service", "web", "-n", s.ns, "--type=json", "-p", remove)
+			for name := range tc.want {
+				kubectl(t, "patch", "service", name, "-n", s.ns, "--type=json", "-p", remove)
+			}
 			generations := deploymentGenerations(t, s.ns)
 			s.mustSync(t)
-			svc, err := suite.client.CoreV1().Services(s.ns).Get(context.Background(), "web", metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("Service web: %v", err)
-			}
-			if got := svc.Spec.Selector[tc.key]; got != tc.want {
-				t.Errorf("after the one-shot sync Service web selects %v, want %s=%s", svc.Spec.Selector, tc.key, tc.want)
+			for name, want := range tc.want {
+				if got := selector(t, s.ns, name); got[tc.key] != want {
+					t.Errorf("after the one-shot sync Service %s selects %v, want %s=%s", name, got, tc.key, want)
+				}
 			}
 			if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
 				t.Errorf("the repair moved Deployment generations: %v, then %v", generations, after)
