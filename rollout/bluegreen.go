@@ -139,13 +139,13 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !bg.scalerAstray() && !bg.activeAstray() && !bg.previewAstray() {
-			// Git's intent is held: a one-shot sync has nothing to do. But
-			// for an HPA that names another Deployment than the active
-			// color (one Git has just added, naming <name>), or a Service
-			// whose color key was removed by hand: the step points them at
-			// their colors, since nothing follows a one-shot sync to do it
-			// later.
+		if !changed && c.once.Load() && !recordedAtRest(bg.primary()) && !bg.scalerAstray() {
+			// Git's intent is held and a rollout is going: following it
+			// is the daemon's work. At rest the step repairs what was
+			// changed by hand (see strategies.Status.AtRest), and an HPA
+			// that names another Deployment than the active color (one
+			// Git has just added, naming <name>) is pointed there, since
+			// nothing follows a one-shot sync to do it later.
 			return nil
 		}
 		if changed {

@@ -40,17 +40,6 @@ func readCanary(w *workload, annotations map[string]string) (*canary, []strategi
 	return cy, steps, err
 }
 
-// recorded returns the status and the step recorded on cy's stable
-// Deployment, before any command is applied; zero values when it has none
-// or they do not parse (the step reports that).
-func (cy *canary) recorded() (strategies.Status, int) {
-	if cy.stable == nil {
-		return strategies.Status{}, 0
-	}
-	st, _ := strategies.ReadStatus(cy.stable.Annotations)
-	return st, readState(cy.stable.Annotations).Step
-}
-
 // selectorAstray reports whether cy's Service no longer selects the
 // serving pods though it did before (the workload, recorded so, is at
 // rest or past its first step): changed by hand, and selecting them
@@ -81,11 +70,11 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !cy.selectorAstray(cy.recorded()) {
-			// Git's intent is held: a one-shot sync has nothing to do. But
-			// for a Service whose serving key was removed by hand: the
-			// step selects the serving pods again, since nothing follows
-			// a one-shot sync to do it later.
+		if !changed && c.once.Load() && !recordedAtRest(cy.stable) {
+			// Git's intent is held and a rollout is going: following it
+			// is the daemon's work. At rest the step repairs what was
+			// changed by hand (see strategies.Status.AtRest), since
+			// nothing follows a one-shot sync to do it later.
 			return nil
 		}
 		if changed {

@@ -85,6 +85,14 @@ func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
 	}
 }
 
+// recordedAtRest reports whether d, a progressive workload's primary,
+// records a workload at rest (see strategies.Status.AtRest); a status
+// that does not parse is not at rest.
+func recordedAtRest(d *appsv1.Deployment) bool {
+	st, err := strategies.ReadStatus(annotationsOf(d))
+	return err == nil && st.AtRest()
+}
+
 // readCommand reads the command on a progressive workload's primary
 // Deployment and applies it to the recorded status and state (see
 // strategies.ApplyCommand); promote and abort are for the planner.

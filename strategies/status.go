@@ -112,3 +112,12 @@ func Retry(recorded Status) Status {
 	}
 	return s
 }
+
+// AtRest reports whether a workload recorded with status s has no
+// rollout going: Healthy, or Degraded with its failure recorded. Its plan
+// then only keeps what runs as it should be (a count or a selector
+// changed by hand comes back), which a one-shot sync does too; a rollout
+// that is Progressing or Paused is followed by the daemon.
+func (s Status) AtRest() bool {
+	return s.Phase == PhaseHealthy || s.Phase == PhaseDegraded
+}

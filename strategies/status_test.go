@@ -129,3 +129,14 @@ func TestRetry(t *testing.T) {
 		})
 	}
 }
+
+func TestAtRest(t *testing.T) {
+	for phase, want := range map[Phase]bool{
+		PhaseHealthy: true, PhaseDegraded: true,
+		PhaseProgressing: false, PhasePaused: false, "": false,
+	} {
+		if got := (Status{Phase: phase}).AtRest(); got != want {
+			t.Errorf("phase %q: AtRest() = %v, want %v", phase, got, want)
+		}
+	}
+}

@@ -120,47 +120,65 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 	}
 }
 
-// TestOneShotSyncRepairsServiceSelector removes by hand (kubectl patch)
-// the key plimsoll puts in a Service's selector: the color of a
-// blue-green workload's active and preview Services, the serving label of
-// a canary's Service. With it gone the Service selects every color or
-// track. A one-shot sync of the same commit, which changes nothing of the
-// workload, puts the key back, since nothing follows a one-shot sync to
-// do it later, and moves no Deployment's generation.
-func TestOneShotSyncRepairsServiceSelector(t *testing.T) {
+// TestOneShotSyncRepairsHandEdits changes by hand what a progressive
+// workload at rest runs on: the key plimsoll puts in a Service's selector
+// (kubectl patch; the color of a blue-green workload's active or preview
+// Service, the serving label of a canary's Service), with which the
+// Service selects every color or track, and the count of the Deployment
+// that serves (kubectl scale). A one-shot sync of the same commit, which
+// changes nothing of the workload, puts it back, as the daemon would at
+// once, since nothing follows a one-shot sync to do it later; a selector
+// repaired moves no Deployment's generation.
+func TestOneShotSyncRepairsHandEdits(t *testing.T) {
 	parallel(t)
 	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"100%\"\n"
+	blueGreen := func(t *testing.T) map[string]string { return blueGreenExample(t, "v1", "30s") }
+	canaryWeb := func(t *testing.T) map[string]string { return switchedExample(t, "v1", canary) }
+	unselect := func(key string) string {
+		return fmt.Sprintf(`[{"op":"remove","path":"/spec/selector/%s"}]`, strings.ReplaceAll(key, "/", "~1"))
+	}
 	for _, tc := range []struct {
-		strategy string
-		files    func(t *testing.T) map[string]string
-		primary  string
-		key      string
-		want     map[string]string // each Service patched, to the key's value
+		name    string
+		files   func(t *testing.T) map[string]string
+		primary string
+		edit    []string // kubectl's arguments but the namespace
+		service string   // the Service whose selector must hold key=value
+		key     string
+		value   string
 	}{
-		{"blue-green active", func(t *testing.T) map[string]string { return blueGreenExample(t, "v1", "30s") },
-			"shop-blue", contract.LabelColor, map[string]string{"shop": "blue"}},
-		{"blue-green preview", func(t *testing.T) map[string]string { return blueGreenExample(t, "v1", "30s") },
-			"shop-blue", contract.LabelColor, map[string]string{"shop-preview": "blue"}},
-		{"canary", func(t *testing.T) map[string]string { return switchedExample(t, "v1", canary) },
-			"web", contract.LabelServing, map[string]string{"web": "true"}},
+		{"blue-green active Service", blueGreen, "shop-blue",
+			[]string{"patch", "service", "shop", "--type=json", "-p", unselect(contract.LabelColor)}, "shop", contract.LabelColor, "blue"},
+		{"blue-green preview Service", blueGreen, "shop-blue",
+			[]string{"patch", "service", "shop-preview", "--type=json", "-p", unselect(contract.LabelColor)}, "shop-preview", contract.LabelColor, "blue"},
+		{"canary Service", canaryWeb, "web",
+			[]string{"patch", "service", "web", "--type=json", "-p", unselect(contract.LabelServing)}, "web", contract.LabelServing, "true"},
+		{"blue-green active color scaled", blueGreen, "shop-blue",
+			[]string{"scale", "deployment", "shop-blue", "--replicas=2"}, "", "", ""},
+		{"canary stable scaled", canaryWeb, "web",
+			[]string{"scale", "deployment", "web", "--replicas=2"}, "", "", ""},
 	} {
-		t.Run(tc.strategy, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			parallel(t)
 			s := newSyncTarget(t)
 			s.repo.commit("v1", tc.files(t))
 			s.mustSync(t, "--wait")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 
-			remove := fmt.Sprintf(`[{"op":"remove","path":"/spec/selector/%s"}]`, strings.ReplaceAll(tc.key, "/", "~1"))
-			for name := range tc.want {
-				kubectl(t, "patch", "service", name, "-n", s.ns, "--type=json", "-p", remove)
-			}
+			kubectl(t, append(tc.edit, "-n", s.ns)...)
 			generations := deploymentGenerations(t, s.ns)
 			s.mustSync(t)
-			for name, want := range tc.want {
-				if got := selector(t, s.ns, name); got[tc.key] != want {
-					t.Errorf("after the one-shot sync Service %s selects %v, want %s=%s", name, got, tc.key, want)
+			if tc.service == "" {
+				d := getDeployment(t, s.ns, tc.primary)
+				if d == nil {
+					t.Fatalf("Deployment %s is gone after the one-shot sync", tc.primary)
 				}
+				if got := *d.Spec.Replicas; got != 4 {
+					t.Errorf("after the one-shot sync %s runs %d replicas, want Git's 4", tc.primary, got)
+				}
+				return
+			}
+			if got := selector(t, s.ns, tc.service); got[tc.key] != tc.value {
+				t.Errorf("after the one-shot sync Service %s selects %v, want %s=%s", tc.service, got, tc.key, tc.value)
 			}
 			if after := deploymentGenerations(t, s.ns); !maps.Equal(after, generations) {
 				t.Errorf("the repair moved Deployment generations: %v, then %v", generations, after)
