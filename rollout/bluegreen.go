@@ -200,7 +200,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	desired := podtemplate.Hash(git.Spec.Template)
 	status, decision := strategies.HandOver(recorded, desired, in.commit)
 	active := bg.color(bg.live())
-	if active != nil && c.rewoundByHand(active, bg.w.rsets) && undoneByHand(active, git, recorded, desired) {
+	if active != nil && c.rewoundByHand(active, bg.w.rsets) && strategies.Undone(active, recorded, desired, keepsHandEdits(git, active)) {
 		// The active color's template was put back by hand to an earlier
 		// one (`kubectl rollout undo`): Git's revision goes out again, to
 		// the other color, and swaps in as any revision does.

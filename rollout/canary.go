@@ -88,85 +88,84 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 	return c.stepCanary(ctx, cy, steps)
 }
 
-// takeCanary takes a canary workload's intent: the stable Deployment is
-// created from Git when absent, else gets Git's metadata; the Git template
+// takeCanary takes a canary workload's intent as strategies.TakeCanary
+// decides it from what the workload holds: the stable Deployment is
+// created from Git when absent (or from the color that serves, on a
+// switch from blue-green), else gets Git's metadata; the Git template
 // goes to <name>-canary with the commit as its change cause; every
-// Deployment gets the status of the hand-off (see strategies.HandOver).
-// It writes nothing: what changes is intended (see workload.intend), and
+// Deployment gets the status of the hand-off. It writes nothing: what changes is intended (see workload.intend), and
 // written by the plan that follows, in the same write as the first step.
 // Writing the hand-off first cost a write of each Deployment per revision,
 // and the Deployment controller two of its own for each. It reports
 // whether anything is to be written.
 func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
-	changed := false
+	desired := podtemplate.Hash(git.Spec.Template)
 	recorded, err := strategies.ReadStatus(recordedAnnotations(cy.stable, cy.w.rsets))
 	if err != nil {
 		return false, err
 	}
-	state := readState(recordedAnnotations(cy.stable, cy.w.rsets))
-	// A blue-green workload switching to canary: the color that serves
-	// is the last revision that went live, and the stable Deployment
-	// takes its template; the revisions count on from the colors.
 	fromColor := servingColor(cy.w)
-	if role := annotationsOf(cy.stable)[contract.AnnotationRole]; role == contract.RoleStable || !cy.w.hasAny(colorSuffixes) {
-		fromColor = nil
+	held := strategies.CanaryHeld{Recorded: recorded, Stable: cy.stable, Canary: cy.canary,
+		ColorServes:    fromColor != nil,
+		StableRunsGit:  cy.stable != nil && c.runsGit(cy.stable, git, desired),
+		CanaryRunsGit:  c.runsGit(cy.canary, git, desired),
+		StableRewound:  cy.stable != nil && c.rewoundByHand(cy.stable, cy.w.rsets),
+		KeepsHandEdits: cy.stable != nil && keepsHandEdits(git, cy.stable)}
+	for _, suffix := range colorSuffixes {
+		if d := cy.w.deployment(suffix); d != nil {
+			st, _ := strategies.ReadStatus(d.Annotations) // zero when it does not parse
+			held.Colors = append(held.Colors, st)
+		}
 	}
-	fromRolling := isPrimary(cy.stable)
-	if cy.w.hasAny(colorSuffixes) && (fromColor != nil || cy.stable == nil) {
-		recorded = latestStatus(cy.w, recorded)
-	}
-	if fromColor != nil || fromRolling {
-		state = workloadState{} // the previous strategy's state means nothing here
+	take := strategies.TakeCanary(held, desired, commit)
+
+	state := readState(recordedAnnotations(cy.stable, cy.w.rsets))
+	if take.FreshState {
+		state = workloadState{}
 	}
 	state.Replicas = specReplicas(git)
 	if n, ok := cy.w.autoscaledCount(cy.stable); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
-	desired := podtemplate.Hash(git.Spec.Template)
-	status, decision := strategies.HandOver(recorded, desired, commit)
-	if decision.Action == strategies.RevisionNew {
+	if take.FirstStep {
 		state.Step, state.StepSince = 0, time.Time{}
 	}
-	annotations := state.annotations(status)
+	annotations := state.annotations(take.Status)
 
 	var stable *appsv1.Deployment
-	switch {
-	case fromColor != nil:
+	switch take.Stable {
+	case strategies.StableFromColor:
 		stable = stableFromColor(cy.stable, git, fromColor, state.Replicas)
 		c.eventSwitching(ctx, fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
 			fmt.Sprintf("%s serves until %s, made from its template, is ready", fromColor.Name, git.Name))
-	case cy.stable == nil:
+	case strategies.StableCreated:
 		stable = derived(git, git.Name, nil, servingTemplate(git), state.Replicas)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
+	case strategies.StableRestored:
+		// Git's revision serves, its template changed by hand: Git's
+		// goes out again, as the promotion wrote it.
+		stable = c.refreshed(cy.stable, git)
+		stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+	case strategies.StableUndone:
+		// `kubectl rollout undo` rewinds the annotations too; the change
+		// cause goes back to the revision's.
+		stable = c.refreshed(cy.stable, git)
+		stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAnnotations(cy.stable, cy.w.rsets)[AnnotationChangeCause])
+		c.templateRestored(ctx, cy.stable, "")
 	default:
 		stable = c.refreshed(cy.stable, git)
-		switch {
-		case stampedWith(cy.stable, desired) && !c.runsGit(cy.stable, git, desired):
-			// Git's revision serves, its template changed by hand: Git's
-			// goes out again, as the promotion wrote it.
-			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
-		case !fromRolling && c.rewoundByHand(cy.stable, cy.w.rsets) && undoneByHand(cy.stable, git, recorded, desired):
-			// Git's revision was promoted, and the stable's template put
-			// back by hand to an earlier one with `kubectl rollout undo`,
-			// which rewinds its annotations too (a revision in flight
-			// keeps its previous template on the stable, its own
-			// annotations): Git's goes out again on the stable, as the
-			// same revision, not through the canary steps a new revision
-			// takes.
-			stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
-			setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAnnotations(cy.stable, cy.w.rsets)[AnnotationChangeCause])
-			c.templateRestored(ctx, cy.stable, "")
-		}
-		if fromRolling {
-			// A rolling workload's pause (spec.paused) would hold the
-			// stable's pods from taking the serving label for ever: the
-			// canary pauses by its own steps and commands.
-			stable.Spec.Paused = false
-			c.eventSwitching(ctx, cy.stable, contract.StrategyRolling, contract.StrategyCanary,
-				fmt.Sprintf("%s becomes the stable Deployment", cy.stable.Name))
-		}
 	}
+	if take.From == contract.StrategyRolling {
+		// A rolling workload's pause (spec.paused) would hold the
+		// stable's pods from taking the serving label for ever: the
+		// canary pauses by its own steps and commands.
+		stable.Spec.Paused = false
+		c.eventSwitching(ctx, cy.stable, contract.StrategyRolling, contract.StrategyCanary,
+			fmt.Sprintf("%s becomes the stable Deployment", cy.stable.Name))
+	}
+	changed := false
 	stamp(stable, annotations, strategies.RoleStable)
 	if cy.stable == nil || !holds(cy.stable, stable) || c.restoring(cy.stable, stable) {
 		cy.w.intend(cy.stable, stable)
@@ -174,15 +173,8 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	}
 
 	var want *appsv1.Deployment
-	switch live := cy.canary; {
-	case live != nil && live.DeletionTimestamp != nil:
-		// Deleted after a hand-over: a new one is made once it is gone.
-	case live != nil && live.Spec.Paused && !strategies.IdleCanary(live):
-		// Paused by a hand-over (see strategies.planHandOver), which goes
-		// through with the template it has; a new revision's template goes
-		// to the canary made after it.
-		want = c.refreshed(live, git)
-	case decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
+	switch live := cy.canary; take.Canary {
+	case strategies.CanaryGit:
 		replicas, track := int32(0), cy.w.newCanaryTrack()
 		if live != nil {
 			replicas, track = *live.Spec.Replicas, live.Spec.Selector.MatchLabels[contract.LabelTrack]
@@ -193,10 +185,10 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		} else {
 			want.Spec.Paused = true // idle until the next revision: see strategies.IdleCanary
 		}
-		if !stampedWith(live, desired) { // else changed by hand: the same revision
+		if take.CanaryCause {
 			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
 		}
-	case live != nil:
+	case strategies.CanaryKept:
 		want = c.refreshed(live, git)
 	}
 	if want != nil {

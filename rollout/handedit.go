@@ -241,23 +241,6 @@ func (c *Controller) rewoundByHand(d *appsv1.Deployment, rsets []*appsv1.Replica
 	return rewound(d, rsets) != nil || c.hand.rewrote(d) != ""
 }
 
-// undoneByHand reports whether Deployment d, which ran Git's revision of
-// hash (recorded says so, and not failed), now carries another template
-// that the controller stamped, the template of an earlier revision: put
-// back by hand with `kubectl rollout undo`, or an old manifest applied
-// with kubectl. A template changed in place keeps Git's stamp, and runsGit
-// tells it. Not undone: a workload Degraded (a rollback, or a retry, puts
-// other templates back itself), an unstamped template (adopted as it
-// runs), and a Deployment whose Git Deployment or live object keeps hand
-// edits (plimsoll.dev/kubectl-edits: keep).
-func undoneByHand(d, git *appsv1.Deployment, recorded strategies.Status, hash string) bool {
-	if d == nil || recorded.Hash != hash || recorded.FailedHash == hash || recorded.Phase == strategies.PhaseDegraded || keepsHandEdits(git, d) {
-		return false
-	}
-	stamp := d.Spec.Template.Annotations[contract.AnnotationTemplateHash]
-	return stamp != "" && stamp != hash
-}
-
 // takeOverHandEdits gives the controller the fields kubectl owns on
 // Deployment live (see takeover.Patch) before want, a restore, is written
 // over it: so that a rolling Deployment's apply of Git's template removes

@@ -141,7 +141,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			// out again, as the same revision.
 			restore = true
 			keepAnnotation(obj, live, AnnotationChangeCause)
-		case isPrimary(live) && undoneByHand(live, git, recorded, want.Hash):
+		case isPrimary(live) && strategies.Undone(live, recorded, want.Hash, keepsHandEdits(git, live)):
 			// Git's revision, its template replaced by hand (`kubectl
 			// rollout undo`): Git's goes out again, as the same revision.
 			undone = true

@@ -1,0 +1,181 @@
+package strategies
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// StableIntent is what a canary workload's stable Deployment takes of
+// Git's intent (see TakeCanary).
+type StableIntent int
+
+// The intents of a stable Deployment.
+const (
+	// StableKept takes Git's metadata and keeps the template it runs: a
+	// new revision goes out through the canary.
+	StableKept StableIntent = iota
+	// StableCreated creates the stable from Git: the workload's first
+	// revision serves from it at once.
+	StableCreated
+	// StableFromColor makes the stable from the blue-green color that
+	// serves, its template and count: a switch from blue-green.
+	StableFromColor
+	// StableRestored puts Git's template back on a stable that runs Git's
+	// revision and had its template changed by hand.
+	StableRestored
+	// StableUndone puts Git's template back on a stable whose template
+	// was rewound by hand (`kubectl rollout undo`) from Git's revision,
+	// promoted, to an earlier one: as the same revision, not through the
+	// canary steps a new revision takes.
+	StableUndone
+)
+
+// CanaryIntent is what a canary workload's <name>-canary Deployment takes
+// of Git's intent (see TakeCanary).
+type CanaryIntent int
+
+// The intents of a canary Deployment.
+const (
+	// CanaryNone intends nothing: there is none and none is due, or it
+	// is being deleted after a hand-over (a new one is made once it is
+	// gone).
+	CanaryNone CanaryIntent = iota
+	// CanaryKept takes Git's metadata and keeps the template it runs:
+	// Git's already, a revision refused, or the template a hand-over is
+	// going through with.
+	CanaryKept
+	// CanaryGit takes Git's template: a new revision (made paused at 0
+	// when there is no canary, see IdleCanary).
+	CanaryGit
+)
+
+// CanaryHeld is what a canary workload holds when Git hands it an intent,
+// as the executor reads it (see TakeCanary).
+type CanaryHeld struct {
+	// Recorded is the status the stable Deployment records (or the
+	// ReplicaSet that `kubectl rollout undo` left the latest on); Colors
+	// what each blue-green color the workload still has records (a zero
+	// Status for one that does not parse).
+	Recorded Status
+	Colors   []Status
+	// Stable and Canary are <name> and <name>-canary, nil when absent.
+	Stable, Canary *appsv1.Deployment
+	// ColorServes reports whether the active Service of the blue-green
+	// workload this was selects one of its colors.
+	ColorServes bool
+	// StableRunsGit and CanaryRunsGit report whether each runs Git's
+	// template (stamped with Git's hash and not changed by hand since).
+	StableRunsGit, CanaryRunsGit bool
+	// StableRewound reports whether the stable's template was put back by
+	// hand to an earlier revision's; KeepsHandEdits whether Git's
+	// Deployment or the stable carries plimsoll.dev/kubectl-edits: keep.
+	StableRewound, KeepsHandEdits bool
+}
+
+// CanaryTake is what a canary workload takes of Git's intent.
+type CanaryTake struct {
+	// Status is the status to record and Decision the revision's (see
+	// HandOver).
+	Status   Status
+	Decision RevisionDecision
+	// From is the strategy the workload switches from (contract's
+	// strategy names), "" when it was a canary already.
+	From string
+	// FreshState drops what the previous strategy recorded besides the
+	// status (a step, a pause, a run): it means nothing here. FirstStep
+	// starts the steps afresh: a new revision.
+	FreshState, FirstStep bool
+	Stable               StableIntent
+	Canary               CanaryIntent
+	// CanaryCause reports whether the canary takes the commit as its
+	// change cause: not when its template is Git's revision changed by
+	// hand, which is the same revision.
+	CanaryCause bool
+}
+
+// TakeCanary decides what a canary workload's Deployments take of Git's
+// template of hash, from commit: which template and state each keeps, and
+// the status of the hand-off. A blue-green workload switching to canary
+// serves from its active color until the stable, made from that color's
+// template, is ready; its revisions count on from the colors'.
+func TakeCanary(held CanaryHeld, hash, commit string) CanaryTake {
+	var take CanaryTake
+	role := Role(annotationsOf(held.Stable)[contract.AnnotationRole])
+	switch {
+	case held.ColorServes && len(held.Colors) > 0 && role != RoleStable:
+		take.From = contract.StrategyBlueGreen
+	case role == RolePrimary:
+		take.From = contract.StrategyRolling
+	}
+	recorded := held.Recorded
+	if len(held.Colors) > 0 && (take.From == contract.StrategyBlueGreen || held.Stable == nil) {
+		recorded = latestOf(recorded, held.Colors)
+	}
+	take.FreshState = take.From != ""
+	take.Status, take.Decision = HandOver(recorded, hash, commit)
+	take.FirstStep = take.Decision.Action == RevisionNew
+
+	switch {
+	case take.From == contract.StrategyBlueGreen:
+		take.Stable = StableFromColor
+	case held.Stable == nil:
+		take.Stable = StableCreated
+	case hashOf(held.Stable) == hash && !held.StableRunsGit:
+		take.Stable = StableRestored
+	case take.From != contract.StrategyRolling && held.StableRewound &&
+		Undone(held.Stable, recorded, hash, held.KeepsHandEdits):
+		take.Stable = StableUndone
+	}
+
+	live := held.Canary
+	switch {
+	case live != nil && live.DeletionTimestamp != nil:
+		take.Canary = CanaryNone
+	case live != nil && live.Spec.Paused && !IdleCanary(live):
+		// Paused by a hand-over (see planHandOver), which goes through
+		// with the template it has; a new revision's template goes to
+		// the canary made after it.
+		take.Canary = CanaryKept
+	case take.Decision.Action != RevisionRefused && !held.CanaryRunsGit:
+		take.Canary, take.CanaryCause = CanaryGit, hashOf(live) != hash
+	case live != nil:
+		take.Canary = CanaryKept
+	}
+	return take
+}
+
+// Undone reports whether Deployment d, which ran Git's revision of hash
+// (recorded says so, and not failed), now carries another template that
+// the controller stamped, the template of an earlier revision: put back
+// by hand with `kubectl rollout undo`, or an old manifest applied with
+// kubectl. A template changed in place keeps Git's stamp. Not undone: a
+// workload Degraded (a rollback, or a retry, puts other templates back
+// itself), an unstamped template (adopted as it runs), and a Deployment
+// that keeps hand edits (plimsoll.dev/kubectl-edits: keep on it or on
+// Git's).
+func Undone(d *appsv1.Deployment, recorded Status, hash string, keepsHandEdits bool) bool {
+	if d == nil || recorded.Hash != hash || recorded.FailedHash == hash || recorded.Phase == PhaseDegraded || keepsHandEdits {
+		return false
+	}
+	stamp := d.Spec.Template.Annotations[contract.AnnotationTemplateHash]
+	return stamp != "" && stamp != hash
+}
+
+// latestOf returns the status of the latest revision among recorded and
+// colors.
+func latestOf(recorded Status, colors []Status) Status {
+	for _, st := range colors {
+		if st.Revision > recorded.Revision {
+			recorded = st
+		}
+	}
+	return recorded
+}
+
+func annotationsOf(d *appsv1.Deployment) map[string]string {
+	if d == nil {
+		return nil
+	}
+	return d.Annotations
+}

@@ -1,0 +1,155 @@
+package strategies
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// stamped is Deployment web running a template stamped with hash, in
+// role (none for ""), its annotations otherwise empty.
+func stamped(hash string, role Role, opts ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	t := webTemplate("registry.example/web:" + hash)
+	t.Annotations = map[string]string{contract.AnnotationTemplateHash: hash}
+	d := deployment(t, opts...)
+	if role != "" {
+		d.Annotations = map[string]string{contract.AnnotationRole: string(role)}
+	}
+	return d
+}
+
+func deleting(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{} }
+func idle(d *appsv1.Deployment)     { d.Spec.Paused, d.Spec.Replicas = true, ptrTo(int32(0)) }
+
+// TestTakeCanary: what each Deployment of a canary workload takes of Git's
+// template (hash "h2", commit V4) for each state the workload can be in
+// when Git hands it over.
+func TestTakeCanary(t *testing.T) {
+	const git = "h2"
+	healthy1 := Status{Revision: 1, Hash: "h1", Commit: commitV1, Phase: PhaseHealthy}
+	healthy2 := Status{Revision: 2, Hash: git, Commit: commitV3, Phase: PhaseHealthy}
+	for _, tc := range []struct {
+		name string
+		held CanaryHeld
+		want CanaryTake // Status and Decision: see revision
+		// revision is the revision the take records, and its action.
+		revision int64
+		action   RevisionAction
+	}{
+		{name: "first revision: the stable from Git, an idle canary made for the next",
+			held:     CanaryHeld{},
+			want:     CanaryTake{FirstStep: true, Stable: StableCreated, Canary: CanaryGit, CanaryCause: true},
+			revision: 1, action: RevisionNew},
+		{name: "a new revision goes to the idle canary; the stable keeps its template",
+			held: CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, idle),
+				StableRunsGit: false, CanaryRunsGit: false},
+			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true},
+			revision: 2, action: RevisionNew},
+		{name: "Git's revision held: both kept",
+			held: CanaryHeld{Recorded: healthy2, Stable: stamped(git, RoleStable), Canary: stamped(git, RoleCanary, idle),
+				StableRunsGit: true, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+		{name: "the stable's template changed by hand: Git's goes back on it",
+			held: CanaryHeld{Recorded: healthy2, Stable: stamped(git, RoleStable), Canary: stamped(git, RoleCanary, idle),
+				StableRunsGit: false, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableRestored, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+		{name: "the canary's template changed by hand mid-rollout: Git's again, as the same revision",
+			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: git, Phase: PhaseProgressing}, Stable: stamped("h1", RoleStable),
+				Canary: stamped(git, RoleCanary), StableRunsGit: false, CanaryRunsGit: false},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryGit, CanaryCause: false},
+			revision: 2, action: RevisionSame},
+		{name: "kubectl rollout undo of the promoted stable: Git's back as the same revision",
+			held: CanaryHeld{Recorded: healthy2, Stable: stamped("h1", RoleStable), Canary: stamped(git, RoleCanary, idle),
+				StableRewound: true, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableUndone, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+		{name: "rewound, but hand edits are kept: the stable keeps what runs",
+			held: CanaryHeld{Recorded: healthy2, Stable: stamped("h1", RoleStable), Canary: stamped(git, RoleCanary, idle),
+				StableRewound: true, KeepsHandEdits: true, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+		{name: "rewound while Degraded: a rollback's own, not undone",
+			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: git, Phase: PhaseDegraded}, Stable: stamped("h1", RoleStable),
+				Canary: stamped(git, RoleCanary, idle), StableRewound: true, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+		{name: "a refused revision: the canary keeps what it runs",
+			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: "h1", FailedHash: git, Phase: PhaseDegraded},
+				Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, idle)},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryKept},
+			revision: 2, action: RevisionRefused},
+		{name: "a refused revision and no canary: none is made",
+			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: "h1", FailedHash: git, Phase: PhaseDegraded},
+				Stable: stamped("h1", RoleStable)},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryNone},
+			revision: 2, action: RevisionRefused},
+		{name: "a canary paused by its hand-over goes through with its template",
+			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: "h1", Phase: PhaseProgressing}, Stable: stamped("h1", RoleStable),
+				Canary: stamped("h1", RoleCanary, paused)},
+			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryKept},
+			revision: 3, action: RevisionNew},
+		{name: "a canary deleted after its hand-over: the next is made once it is gone",
+			held: CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, deleting)},
+			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryNone},
+			revision: 2, action: RevisionNew},
+		{name: "from rolling: the primary becomes the stable, its state dropped",
+			held:     CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RolePrimary), StableRewound: true},
+			want:     CanaryTake{From: contract.StrategyRolling, FreshState: true, FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true},
+			revision: 2, action: RevisionNew},
+		{name: "from blue-green: the stable made from the color that serves, revisions counting on from the colors",
+			held: CanaryHeld{Colors: []Status{{Revision: 3, Hash: "h1", Phase: PhaseHealthy}, {}},
+				ColorServes: true},
+			want:     CanaryTake{From: contract.StrategyBlueGreen, FreshState: true, FirstStep: true, Stable: StableFromColor, Canary: CanaryGit, CanaryCause: true},
+			revision: 4, action: RevisionNew},
+		{name: "the switch from blue-green done: the stable is the stable, not remade",
+			held: CanaryHeld{Recorded: healthy2, Colors: []Status{{Revision: 1, Hash: "h0"}}, ColorServes: true,
+				Stable: stamped(git, RoleStable), Canary: stamped(git, RoleCanary, idle), StableRunsGit: true, CanaryRunsGit: true},
+			want:     CanaryTake{Stable: StableKept, Canary: CanaryKept},
+			revision: 2, action: RevisionSame},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TakeCanary(tc.held, git, commitV4)
+			if got.Decision.Action != tc.action || got.Decision.Revision != tc.revision || got.Status.Revision != tc.revision {
+				t.Errorf("decision %v of revision %d, status revision %d; want %v of revision %d",
+					got.Decision.Action, got.Decision.Revision, got.Status.Revision, tc.action, tc.revision)
+			}
+			got.Status, got.Decision = Status{}, RevisionDecision{}
+			if got != tc.want {
+				t.Errorf("take\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUndone: a template put back by hand from Git's revision to an
+// earlier one's stamp is undone; not so for Git's own stamp, an
+// unstamped template, another revision recorded, a failure, or kept edits.
+func TestUndone(t *testing.T) {
+	recorded := Status{Revision: 2, Hash: "h2", Phase: PhaseHealthy}
+	unstamped := deployment(webTemplate("registry.example/web:v0"))
+	for _, tc := range []struct {
+		name     string
+		d        *appsv1.Deployment
+		recorded Status
+		keeps    bool
+		want     bool
+	}{
+		{"an earlier revision's stamp", stamped("h1", RoleStable), recorded, false, true},
+		{"Git's stamp", stamped("h2", RoleStable), recorded, false, false},
+		{"unstamped", unstamped, recorded, false, false},
+		{"none", nil, recorded, false, false},
+		{"another revision recorded", stamped("h1", RoleStable), Status{Revision: 3, Hash: "h3"}, false, false},
+		{"Degraded", stamped("h1", RoleStable), Status{Revision: 2, Hash: "h2", Phase: PhaseDegraded}, false, false},
+		{"failed", stamped("h1", RoleStable), Status{Revision: 2, Hash: "h2", FailedHash: "h2"}, false, false},
+		{"hand edits kept", stamped("h1", RoleStable), recorded, true, false},
+	} {
+		if got := Undone(tc.d, tc.recorded, "h2", tc.keeps); got != tc.want {
+			t.Errorf("%s: Undone = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
