@@ -159,19 +159,33 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 	return c.stepBlueGreen(ctx, bg)
 }
 
-// takeBlueGreen takes a blue-green workload's intent: the Git template to
-// the color the planner targets, with the commit as its change cause (so
-// that `kubectl rollout history` of the color lists commits), Git's
-// metadata to every color, and the status of the hand-off (see
-// strategies.HandOver). The colors are intended (see workload.intend),
+// takeBlueGreen takes a blue-green workload's intent as
+// strategies.TakeBlueGreen decides it from what the workload holds: the
+// Git template to the color it targets, with the commit as its change
+// cause (so that `kubectl rollout history` of the color lists commits),
+// Git's metadata to every color, and the status of the hand-off. The colors are intended (see workload.intend),
 // and written by the plan that follows, as a canary's are (see
 // takeCanary); only the Deployment a rolling workload ran, no longer its
 // primary, is written at once. It reports whether anything is to be
 // written.
 func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
 	git := in.git
+	desired := podtemplate.Hash(git.Spec.Template)
+	recorded, err := strategies.ReadStatus(recordedAnnotations(bg.primary(), bg.w.rsets))
+	if err != nil {
+		return false, err
+	}
+	active := bg.color(bg.live())
+	take := strategies.TakeBlueGreen(strategies.BlueGreenHeld{Recorded: recorded,
+		Blue: bg.blue, Green: bg.green, Legacy: bg.legacy, Active: bg.live(),
+		BlueRunsGit:    c.runsGit(bg.blue, git, desired),
+		GreenRunsGit:   c.runsGit(bg.green, git, desired),
+		ActiveRewound:  active != nil && c.rewoundByHand(active, bg.w.rsets),
+		KeepsHandEdits: active != nil && keepsHandEdits(git, active),
+	}, desired, in.commit)
+
 	changed := false
-	if from := legacyStrategy(bg.legacy); from != "" {
+	if take.From != "" {
 		// A rolling or canary workload switching to blue-green: <name>
 		// serves (with the canary's pods) until the first color takes
 		// over, and is no longer the primary.
@@ -181,41 +195,24 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		}
 		bg.w.deploys[idle.Name] = idle
 		changed = true
-		c.eventSwitching(ctx, idle, from, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
-	}
-	recorded, err := strategies.ReadStatus(recordedAnnotations(bg.primary(), bg.w.rsets))
-	if err != nil {
-		return false, err
+		c.eventSwitching(ctx, idle, take.From, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
 	}
 	state := readState(recordedAnnotations(bg.primary(), bg.w.rsets))
-	if bg.primary() == bg.legacy {
-		// The previous strategy's state (a canary's step, pause or run)
-		// means nothing here: blue-green starts afresh.
+	if take.FreshState {
 		state = workloadState{}
 	}
 	state.Replicas = specReplicas(git)
 	if n, ok := blueGreenCount(bg); ok {
 		state.Replicas = n // the HPA's count, not Git's
 	}
-	desired := podtemplate.Hash(git.Spec.Template)
-	status, decision := strategies.HandOver(recorded, desired, in.commit)
-	active := bg.color(bg.live())
-	if active != nil && c.rewoundByHand(active, bg.w.rsets) && strategies.Undone(active, recorded, desired, keepsHandEdits(git, active)) {
-		// The active color's template was put back by hand to an earlier
-		// one (`kubectl rollout undo`): Git's revision goes out again, to
-		// the other color, and swaps in as any revision does.
+	if take.Undone {
 		c.templateRestored(ctx, active, "on "+string(bg.live().Other()))
-	}
-	target := strategies.ColorBlue
-	if decision.Action != strategies.RevisionRefused {
-		target = strategies.TargetColor(desired, strategies.BlueGreenObserved{Blue: bg.blue, Green: bg.green,
-			Active: bg.live()})
 	}
 	for _, color := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
 		live := bg.deployment(color)
 		var want *appsv1.Deployment
-		switch {
-		case color == target && decision.Action != strategies.RevisionRefused && !c.runsGit(live, git, desired):
+		switch take.Intent(color) {
+		case strategies.ColorGit:
 			replicas := int32(0)
 			if live != nil {
 				replicas = *live.Spec.Replicas
@@ -224,15 +221,15 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 			if live != nil {
 				want.ObjectMeta = c.refreshed(live, git).ObjectMeta
 			}
-			if !stampedWith(live, desired) { // else changed by hand: the same revision
+			if take.TargetCause {
 				setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
 			}
-		case live != nil:
+		case strategies.ColorKept:
 			want = c.refreshed(live, git)
 		default:
 			continue
 		}
-		stamp(want, state.annotations(status), strategies.Role(annotationsOf(live)[contract.AnnotationRole]))
+		stamp(want, state.annotations(take.Status), strategies.Role(annotationsOf(live)[contract.AnnotationRole]))
 		if live != nil && holds(live, want) && !c.restoring(live, want) {
 			continue
 		}
@@ -350,20 +347,6 @@ func blueGreenCount(bg *blueGreen) (int32, bool) {
 		return specReplicas(d), true
 	}
 	return 0, false
-}
-
-// legacyStrategy names the strategy Deployment <name> (d) serves a
-// workload for, before blue-green takes it over: rolling for a primary,
-// canary for a canary's stable; "" when it serves none (nil, or idle
-// already).
-func legacyStrategy(d *appsv1.Deployment) string {
-	switch strategies.Role(annotationsOf(d)[contract.AnnotationRole]) {
-	case strategies.RolePrimary:
-		return contract.StrategyRolling
-	case strategies.RoleStable:
-		return contract.StrategyCanary
-	}
-	return ""
 }
 
 // colorPods returns the pods of workload w by color.

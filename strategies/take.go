@@ -86,8 +86,8 @@ type CanaryTake struct {
 	// status (a step, a pause, a run): it means nothing here. FirstStep
 	// starts the steps afresh: a new revision.
 	FreshState, FirstStep bool
-	Stable               StableIntent
-	Canary               CanaryIntent
+	Stable                StableIntent
+	Canary                CanaryIntent
 	// CanaryCause reports whether the canary takes the commit as its
 	// change cause: not when its template is Git's revision changed by
 	// hand, which is the same revision.
@@ -178,4 +178,117 @@ func annotationsOf(d *appsv1.Deployment) map[string]string {
 		return nil
 	}
 	return d.Annotations
+}
+
+// ColorIntent is what a blue-green workload's color Deployment takes of
+// Git's intent (see TakeBlueGreen).
+type ColorIntent int
+
+// The intents of a color Deployment.
+const (
+	// ColorNone intends nothing: the color has no Deployment, and Git's
+	// revision does not go to it.
+	ColorNone ColorIntent = iota
+	// ColorKept takes Git's metadata and keeps the template it runs.
+	ColorKept
+	// ColorGit takes Git's template: the revision goes out on this color
+	// (made at 0 when it has no Deployment; its plan scales it up).
+	ColorGit
+)
+
+// BlueGreenHeld is what a blue-green workload holds when Git hands it an
+// intent, as the executor reads it (see TakeBlueGreen).
+type BlueGreenHeld struct {
+	// Recorded is the status the workload's primary records (or the
+	// ReplicaSet that `kubectl rollout undo` left the latest on).
+	Recorded Status
+	// Blue and Green are <name>-blue and <name>-green, Legacy <name> (a
+	// rolling or canary workload's, before it switched), nil when absent.
+	Blue, Green, Legacy *appsv1.Deployment
+	// Active is the color the active Service selects, "" for none.
+	Active Color
+	// BlueRunsGit and GreenRunsGit report whether each color runs Git's
+	// template (stamped with Git's hash and not changed by hand since).
+	BlueRunsGit, GreenRunsGit bool
+	// ActiveRewound reports whether the active color's template was put
+	// back by hand to an earlier revision's; KeepsHandEdits whether Git's
+	// Deployment or the active color carries plimsoll.dev/kubectl-edits:
+	// keep.
+	ActiveRewound, KeepsHandEdits bool
+}
+
+// BlueGreenTake is what a blue-green workload takes of Git's intent.
+type BlueGreenTake struct {
+	// Status is the status to record and Decision the revision's (see
+	// HandOver).
+	Status   Status
+	Decision RevisionDecision
+	// From is the strategy whose Deployment <name> still serves the
+	// workload that switches to blue-green (contract's strategy names):
+	// it serves until the first color takes over, no longer the primary.
+	// "" when there is none.
+	From string
+	// FreshState drops what was recorded besides the status (a canary's
+	// step, pause or run): no color exists yet, blue-green starts afresh.
+	FreshState bool
+	// Undone reports that the active color's template was put back by
+	// hand from Git's revision (see Undone): Git's goes out again, to the
+	// other color, and swaps in as any revision does.
+	Undone bool
+	// Target is the color Git's template goes to, or runs on (see
+	// TargetColor); Blue and Green what each color takes. TargetCause
+	// reports whether the target takes the commit as its change cause:
+	// not when its template is Git's revision changed by hand, which is
+	// the same revision.
+	Target      Color
+	Blue, Green ColorIntent
+	TargetCause bool
+}
+
+// Intent returns what color c takes.
+func (t BlueGreenTake) Intent(c Color) ColorIntent {
+	if c == ColorGreen {
+		return t.Green
+	}
+	return t.Blue
+}
+
+// TakeBlueGreen decides what a blue-green workload's Deployments take of
+// Git's template of hash, from commit: the color it goes to and the
+// status of the hand-off; every other color Deployment takes Git's
+// metadata only.
+func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
+	var take BlueGreenTake
+	switch Role(annotationsOf(held.Legacy)[contract.AnnotationRole]) {
+	case RolePrimary:
+		take.From = contract.StrategyRolling
+	case RoleStable:
+		take.From = contract.StrategyCanary
+	}
+	take.FreshState = held.Blue == nil && held.Green == nil
+	take.Status, take.Decision = HandOver(held.Recorded, hash, commit)
+	o := BlueGreenObserved{Blue: held.Blue, Green: held.Green, Active: held.Active}
+	if active := o.Deployment(held.Active); held.Active != "" && active != nil {
+		take.Undone = held.ActiveRewound && Undone(active, held.Recorded, hash, held.KeepsHandEdits)
+	}
+	take.Target = ColorBlue
+	if take.Decision.Action != RevisionRefused {
+		take.Target = TargetColor(hash, o)
+	}
+	runsGit := map[Color]bool{ColorBlue: held.BlueRunsGit, ColorGreen: held.GreenRunsGit}
+	for _, c := range []Color{ColorBlue, ColorGreen} {
+		intent, live := ColorNone, o.Deployment(c)
+		switch {
+		case c == take.Target && take.Decision.Action != RevisionRefused && !runsGit[c]:
+			intent, take.TargetCause = ColorGit, hashOf(live) != hash
+		case live != nil:
+			intent = ColorKept
+		}
+		if c == ColorGreen {
+			take.Green = intent
+		} else {
+			take.Blue = intent
+		}
+	}
+	return take
 }

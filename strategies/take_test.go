@@ -24,6 +24,16 @@ func stamped(hash string, role Role, opts ...func(*appsv1.Deployment)) *appsv1.D
 func deleting(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{} }
 func idle(d *appsv1.Deployment)     { d.Spec.Paused, d.Spec.Replicas = true, ptrTo(int32(0)) }
 
+// checkHandOver fails t unless a take decided action for revision and
+// records that revision.
+func checkHandOver(t *testing.T, st Status, d RevisionDecision, revision int64, action RevisionAction) {
+	t.Helper()
+	if d.Action != action || d.Revision != revision || st.Revision != revision {
+		t.Errorf("decision %v of revision %d, status revision %d; want %v of revision %d",
+			d.Action, d.Revision, st.Revision, action, revision)
+	}
+}
+
 // TestTakeCanary: what each Deployment of a canary workload takes of Git's
 // template (hash "h2", commit V4) for each state the workload can be in
 // when Git hands it over.
@@ -94,7 +104,7 @@ func TestTakeCanary(t *testing.T) {
 			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryKept},
 			revision: 3, action: RevisionNew},
 		{name: "a canary deleted after its hand-over: the next is made once it is gone",
-			held: CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, deleting)},
+			held:     CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, deleting)},
 			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryNone},
 			revision: 2, action: RevisionNew},
 		{name: "from rolling: the primary becomes the stable, its state dropped",
@@ -114,12 +124,8 @@ func TestTakeCanary(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := TakeCanary(tc.held, git, commitV4)
-			if got.Decision.Action != tc.action || got.Decision.Revision != tc.revision || got.Status.Revision != tc.revision {
-				t.Errorf("decision %v of revision %d, status revision %d; want %v of revision %d",
-					got.Decision.Action, got.Decision.Revision, got.Status.Revision, tc.action, tc.revision)
-			}
-			got.Status, got.Decision = Status{}, RevisionDecision{}
-			if got != tc.want {
+			checkHandOver(t, got.Status, got.Decision, tc.revision, tc.action)
+			if got.Status, got.Decision = (Status{}), (RevisionDecision{}); got != tc.want {
 				t.Errorf("take\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -151,5 +157,83 @@ func TestUndone(t *testing.T) {
 		if got := Undone(tc.d, tc.recorded, "h2", tc.keeps); got != tc.want {
 			t.Errorf("%s: Undone = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// colored is stamped's Deployment as web-<c>.
+func colored(c Color, hash string, role Role) *appsv1.Deployment {
+	d := stamped(hash, role)
+	d.Name = "web-" + string(c)
+	return d
+}
+
+// TestTakeBlueGreen: which color Git's template (hash "h2", commit V4)
+// goes to, and what each color takes, for each state a blue-green
+// workload can be in when Git hands it over.
+func TestTakeBlueGreen(t *testing.T) {
+	const git = "h2"
+	healthy1 := Status{Revision: 1, Hash: "h1", Commit: commitV1, Phase: PhaseHealthy}
+	healthy2 := Status{Revision: 2, Hash: git, Commit: commitV3, Phase: PhaseHealthy}
+	for _, tc := range []struct {
+		name     string
+		held     BlueGreenHeld
+		want     BlueGreenTake // but Status and Decision: see revision
+		revision int64
+		action   RevisionAction
+	}{
+		{name: "first revision: blue made from Git",
+			held:     BlueGreenHeld{},
+			want:     BlueGreenTake{FreshState: true, Target: ColorBlue, Blue: ColorGit, TargetCause: true},
+			revision: 1, action: RevisionNew},
+		{name: "a new revision goes to the idle color",
+			held:     BlueGreenHeld{Recorded: healthy1, Blue: colored(ColorBlue, "h1", RoleActive), Green: colored(ColorGreen, "h0", RoleIdle), Active: ColorBlue},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit, TargetCause: true},
+			revision: 2, action: RevisionNew},
+		{name: "Git's revision serves: both kept",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
+				Active: ColorGreen, GreenRunsGit: true},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorKept},
+			revision: 2, action: RevisionSame},
+		{name: "the active color's template changed by hand: Git's again, as the same revision",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
+				Active: ColorGreen},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit},
+			revision: 2, action: RevisionSame},
+		{name: "kubectl rollout undo of the active color: Git's goes out to the other",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, "h1", RoleActive),
+				Active: ColorGreen, ActiveRewound: true},
+			want:     BlueGreenTake{Undone: true, Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true},
+			revision: 2, action: RevisionSame},
+		{name: "rewound, hand edits kept: not undone",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, "h1", RoleActive),
+				Active: ColorGreen, ActiveRewound: true, KeepsHandEdits: true},
+			want:     BlueGreenTake{Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true},
+			revision: 2, action: RevisionSame},
+		{name: "a refused revision: no color takes it",
+			held: BlueGreenHeld{Recorded: Status{Revision: 2, Hash: "h1", FailedHash: git, Phase: PhaseDegraded},
+				Blue: colored(ColorBlue, "h1", RoleActive), Active: ColorBlue},
+			want:     BlueGreenTake{Target: ColorBlue, Blue: ColorKept, Green: ColorNone},
+			revision: 2, action: RevisionRefused},
+		{name: "from rolling: <name> serves until blue takes over",
+			held:     BlueGreenHeld{Recorded: healthy1, Legacy: stamped("h1", RolePrimary)},
+			want:     BlueGreenTake{From: contract.StrategyRolling, FreshState: true, Target: ColorBlue, Blue: ColorGit, TargetCause: true},
+			revision: 2, action: RevisionNew},
+		{name: "from canary: the stable serves until blue takes over",
+			held:     BlueGreenHeld{Recorded: healthy1, Legacy: stamped("h1", RoleStable)},
+			want:     BlueGreenTake{From: contract.StrategyCanary, FreshState: true, Target: ColorBlue, Blue: ColorGit, TargetCause: true},
+			revision: 2, action: RevisionNew},
+		{name: "the switch under way: <name> idle, green carries Git's before any swap",
+			held: BlueGreenHeld{Recorded: Status{Revision: 2, Hash: git, Phase: PhaseProgressing}, Legacy: stamped("h1", RoleIdle),
+				Green: colored(ColorGreen, git, RolePreview), GreenRunsGit: true},
+			want:     BlueGreenTake{Target: ColorGreen, Green: ColorKept},
+			revision: 2, action: RevisionSame},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TakeBlueGreen(tc.held, git, commitV4)
+			checkHandOver(t, got.Status, got.Decision, tc.revision, tc.action)
+			if got.Status, got.Decision = (Status{}), (RevisionDecision{}); got != tc.want {
+				t.Errorf("take\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
 	}
 }
