@@ -172,14 +172,10 @@ func (c *Controller) retireProgressive(ctx context.Context, w *workload, live *a
 // retireDeployments deletes the Deployments deploys of workload w that
 // the strategy it switched to no longer runs, each once the Service it
 // carried traffic for (the annotation plimsoll.dev/active-service or
-// plimsoll.dev/service names it) holds at least keep ready endpoints
-// besides its pods: a selector written a moment before may not have
-// reached the endpoints yet, and deleting the pods they still hold would
-// leave the Service short until they do. With keep 4, the endpoints
-// holding 4 pods of web-blue and none of web yet, web-blue waits; once
-// they hold web's 4 as well, it goes. It reports whether every one of
-// deploys is gone; the others are looked at again when the endpoints
-// change (their events queue the workload).
+// plimsoll.dev/service names it) no longer needs its pods (see
+// strategies.Unneeded). It reports whether every one of deploys is gone;
+// the others are looked at again when the endpoints change (their events
+// queue the workload).
 func (c *Controller) retireDeployments(ctx context.Context, w *workload, keep int32, deploys ...*appsv1.Deployment) (bool, error) {
 	return c.deleteDeployments(ctx, w.ns, w.name, "of the previous strategy", func(d *appsv1.Deployment) bool { return c.unneeded(w, d, keep) }, deploys)
 }
@@ -209,23 +205,15 @@ func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string
 	return done, nil
 }
 
-// unneeded reports whether the pods of Deployment d of workload w may go:
-// none of them is a ready endpoint of the Service d carried traffic for,
-// or that Service has at least keep ready endpoints besides them.
+// unneeded reports whether the pods of Deployment d of workload w may go
+// (see strategies.Unneeded), by the ready endpoints of the Service d
+// carried traffic for.
 func (c *Controller) unneeded(w *workload, d *appsv1.Deployment, keep int32) bool {
 	svc := d.Annotations[contract.AnnotationActiveService]
 	if svc == "" {
 		svc = d.Annotations[contract.AnnotationService]
 	}
-	var mine, others int32
-	for _, pod := range w.ready[svc] {
-		if strategies.PodOf(pod, d.Name) {
-			mine++
-		} else {
-			others++
-		}
-	}
-	return mine == 0 || others >= keep
+	return strategies.Unneeded(w.ready[svc], d.Name, keep)
 }
 
 // forgetDeployment drops what the controller remembers of Deployment
@@ -247,12 +235,12 @@ func (c *Controller) forgetDeployment(ns, name string) {
 // pods that are gone. keep is the workload's count; primary, its primary
 // Deployment, gets the Event that says the switch is done.
 func (c *Controller) retireBefore(ctx context.Context, w *workload, target string, svc *corev1.Service, keep int32, primary *appsv1.Deployment, suffixes ...string) error {
-	key, old := contract.LabelColor, contract.LabelServing
-	if target == contract.StrategyCanary {
-		key, old = old, key
-	}
-	if svc == nil || svc.Spec.Selector[key] == "" || svc.Spec.Selector[old] != "" {
+	if svc == nil || !strategies.MovedOver(target, svc.Spec.Selector) {
 		return nil // the Service has not moved over yet
+	}
+	old := contract.LabelServing
+	if target == contract.StrategyCanary {
+		old = contract.LabelColor
 	}
 	var left []*appsv1.Deployment
 	for _, suffix := range suffixes {

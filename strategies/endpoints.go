@@ -33,3 +33,22 @@ func PodOf(pod, deploy string) bool {
 	rest, ok := strings.CutPrefix(pod, deploy+"-")
 	return ok && strings.Count(rest, "-") == 1
 }
+
+// Unneeded reports whether the pods of Deployment deploy may go, given
+// ready, the ready endpoints of the Service it carried traffic for: none
+// of them is deploy's, or at least keep are another's. A selector written
+// a moment before may not have reached the endpoints yet, and deleting
+// the pods they still hold would leave the Service short until they do.
+// Worked through with keep 4: endpoints holding 4 pods of web-blue and
+// none of web keep web-blue; once they hold web's 4 as well, it may go.
+func Unneeded(ready []string, deploy string, keep int32) bool {
+	var mine, others int32
+	for _, pod := range ready {
+		if PodOf(pod, deploy) {
+			mine++
+		} else {
+			others++
+		}
+	}
+	return mine == 0 || others >= keep
+}

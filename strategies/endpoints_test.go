@@ -37,3 +37,25 @@ func TestReadyPods(t *testing.T) {
 		})
 	}
 }
+
+// TestUnneeded: web-blue's pods may go once the endpoints hold none of
+// them, or hold keep (4) pods of another Deployment beside them.
+func TestUnneeded(t *testing.T) {
+	blue := []string{"web-blue-7d9c5-a", "web-blue-7d9c5-b", "web-blue-7d9c5-c", "web-blue-7d9c5-d"}
+	web := []string{"web-6f8b4-a", "web-6f8b4-b", "web-6f8b4-c", "web-6f8b4-d"}
+	for _, tc := range []struct {
+		name  string
+		ready []string
+		want  bool
+	}{
+		{"only web-blue's pods: needed", blue, false},
+		{"web-blue's and 3 of web's: needed", append(slices.Clone(blue), web[:3]...), false},
+		{"web-blue's and web's 4: unneeded", append(slices.Clone(blue), web...), true},
+		{"web's alone: unneeded", web, true},
+		{"no endpoints: unneeded", nil, true},
+	} {
+		if got := Unneeded(tc.ready, "web-blue", 4); got != tc.want {
+			t.Errorf("%s: Unneeded = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

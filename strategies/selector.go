@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // SelectorCheck is what GuardSelector found of a selector a plan asks a
@@ -87,4 +89,16 @@ func widens(current, next map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// MovedOver reports whether a Service's selector carries the traffic of
+// strategy target (contract's names, blue-green or canary): it has
+// target's key (plimsoll.dev/color, plimsoll.dev/serving) and not the
+// other's. Only then may what the other strategy left be retired.
+func MovedOver(target string, selector map[string]string) bool {
+	key, old := contract.LabelColor, contract.LabelServing
+	if target == contract.StrategyCanary {
+		key, old = old, key
+	}
+	return selector[key] != "" && selector[old] == ""
 }

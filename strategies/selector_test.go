@@ -106,3 +106,24 @@ func TestGuardSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestMovedOver: a Service carries a strategy's traffic once its selector
+// has that strategy's key and not the other's.
+func TestMovedOver(t *testing.T) {
+	for _, tc := range []struct {
+		target   string
+		selector map[string]string
+		want     bool
+	}{
+		{contract.StrategyBlueGreen, map[string]string{"app": "web", contract.LabelColor: "blue"}, true},
+		{contract.StrategyBlueGreen, map[string]string{"app": "web", contract.LabelColor: "blue", contract.LabelServing: "true"}, false},
+		{contract.StrategyBlueGreen, map[string]string{"app": "web", contract.LabelServing: "true"}, false},
+		{contract.StrategyCanary, map[string]string{"app": "web", contract.LabelServing: "true"}, true},
+		{contract.StrategyCanary, map[string]string{"app": "web", contract.LabelColor: "green"}, false},
+		{contract.StrategyCanary, map[string]string{"app": "web"}, false},
+	} {
+		if got := MovedOver(tc.target, tc.selector); got != tc.want {
+			t.Errorf("MovedOver(%s, %v) = %v, want %v", tc.target, tc.selector, got, tc.want)
+		}
+	}
+}
