@@ -302,3 +302,9 @@ const (
 	// or a repository, with its values, rendered as part of the sync.
 	KindHelmChart = "HelmChart"
 )
+
+// RecreateAdvice is what the error of a commit that changes an immutable
+// field of a workload's Deployment (its selector) says to do instead: the
+// sync's dry-run and the rollout controller's check say it alike.
+const RecreateAdvice = "a workload's Deployment is not deleted and created again, with " + AnnotationForce + " or without: " +
+	"that would take its pods down; add the changed Deployment under another name, and remove this one in a later commit once the new one serves"

@@ -145,10 +145,8 @@ func (c *Controller) checkSelector(ctx context.Context, git *appsv1.Deployment) 
 	want := ownSelector(git.Spec.Selector)
 	for _, d := range deploys {
 		if live := ownSelector(d.Spec.Selector); !equality.Semantic.DeepEqual(live, want) {
-			return &inputError{fmt.Sprintf("field spec.selector: %s is not %s, the selector Deployment %s runs with; a selector is immutable, and a workload's "+
-				"Deployment is not deleted and created again, with %s or without: that would take its pods down; "+
-				"add the changed Deployment under another name, and remove this one in a later commit once the new one serves",
-				metav1.FormatLabelSelector(git.Spec.Selector), metav1.FormatLabelSelector(live), d.Name, contract.AnnotationForce)}
+			return &inputError{fmt.Sprintf("field spec.selector: %s is not %s, the selector Deployment %s runs with; a selector is immutable, and %s",
+				metav1.FormatLabelSelector(git.Spec.Selector), metav1.FormatLabelSelector(live), d.Name, contract.RecreateAdvice)}
 		}
 	}
 	return nil

@@ -371,9 +371,7 @@ func handedRejection(it *Item, err error) error {
 	}
 	var bad *manifest.Error
 	if errors.As(rejected, &bad) {
-		bad.Reason = fmt.Sprintf("dry-run %s: %v (a workload's Deployment is not deleted and created again, with %s or without: "+
-			"that would take its pods down; add the changed Deployment under another name, and remove this one in a later commit once the new one serves)",
-			it.Key(), err, contract.AnnotationForce)
+		bad.Reason = fmt.Sprintf("dry-run %s: %v (%s)", it.Key(), err, contract.RecreateAdvice)
 	}
 	return rejected
 }
