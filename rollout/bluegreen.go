@@ -163,15 +163,16 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 // strategies.TakeBlueGreen decides it from what the workload holds: the
 // Git template to the color it targets, with the commit as its change
 // cause (so that `kubectl rollout history` of the color lists commits),
-// Git's metadata to every color, and the status of the hand-off. The colors are intended (see workload.intend),
-// and written by the plan that follows, as a canary's are (see
-// takeCanary); only the Deployment a rolling workload ran, no longer its
-// primary, is written at once. It reports whether anything is to be
-// written.
+// Git's metadata to every color, and the status of the hand-off. The
+// colors are intended (see workload.intend), and written by the plan that
+// follows, as a canary's are (see takeCanary); only the Deployment a
+// rolling workload ran, no longer its primary, is written at once. It
+// reports whether anything is to be written.
 func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
 	git := in.git
 	desired := podtemplate.Hash(git.Spec.Template)
-	recorded, err := strategies.ReadStatus(recordedAnnotations(bg.primary(), bg.w.rsets))
+	recordedAt := recordedAnnotations(bg.primary(), bg.w.rsets)
+	recorded, err := strategies.ReadStatus(recordedAt)
 	if err != nil {
 		return false, err
 	}
@@ -197,7 +198,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		changed = true
 		c.eventSwitching(ctx, idle, take.From, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
 	}
-	state := readState(recordedAnnotations(bg.primary(), bg.w.rsets))
+	state := readState(recordedAt)
 	if take.FreshState {
 		state = workloadState{}
 	}

@@ -93,15 +93,17 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // created from Git when absent (or from the color that serves, on a
 // switch from blue-green), else gets Git's metadata; the Git template
 // goes to <name>-canary with the commit as its change cause; every
-// Deployment gets the status of the hand-off. It writes nothing: what changes is intended (see workload.intend), and
-// written by the plan that follows, in the same write as the first step.
-// Writing the hand-off first cost a write of each Deployment per revision,
-// and the Deployment controller two of its own for each. It reports
-// whether anything is to be written.
+// Deployment gets the status of the hand-off. It writes nothing: what
+// changes is intended (see workload.intend), and written by the plan that
+// follows, in the same write as the first step. Writing the hand-off
+// first cost a write of each Deployment per revision, and the Deployment
+// controller two of its own for each. It reports whether anything is to
+// be written.
 func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	desired := podtemplate.Hash(git.Spec.Template)
-	recorded, err := strategies.ReadStatus(recordedAnnotations(cy.stable, cy.w.rsets))
+	recordedAt := recordedAnnotations(cy.stable, cy.w.rsets)
+	recorded, err := strategies.ReadStatus(recordedAt)
 	if err != nil {
 		return false, err
 	}
@@ -111,16 +113,11 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		StableRunsGit:  cy.stable != nil && c.runsGit(cy.stable, git, desired),
 		CanaryRunsGit:  c.runsGit(cy.canary, git, desired),
 		StableRewound:  cy.stable != nil && c.rewoundByHand(cy.stable, cy.w.rsets),
-		KeepsHandEdits: cy.stable != nil && keepsHandEdits(git, cy.stable)}
-	for _, suffix := range colorSuffixes {
-		if d := cy.w.deployment(suffix); d != nil {
-			st, _ := strategies.ReadStatus(d.Annotations) // zero when it does not parse
-			held.Colors = append(held.Colors, st)
-		}
-	}
+		KeepsHandEdits: cy.stable != nil && keepsHandEdits(git, cy.stable),
+		Colors:         colorStatuses(cy.w)}
 	take := strategies.TakeCanary(held, desired, commit)
 
-	state := readState(recordedAnnotations(cy.stable, cy.w.rsets))
+	state := readState(recordedAt)
 	if take.FreshState {
 		state = workloadState{}
 	}
@@ -152,7 +149,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		// cause goes back to the revision's.
 		stable = c.refreshed(cy.stable, git)
 		stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
-		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAnnotations(cy.stable, cy.w.rsets)[AnnotationChangeCause])
+		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAt[AnnotationChangeCause])
 		c.templateRestored(ctx, cy.stable, "")
 	default:
 		stable = c.refreshed(cy.stable, git)

@@ -78,7 +78,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	if !isPrimary(live) {
 		// Switching from blue-green, whose status is on the colors: the
 		// revisions count on from there.
-		recorded = latestStatus(w, recorded)
+		recorded = strategies.Latest(recorded, colorStatuses(w))
 	}
 	want := strategies.Desired{
 		Hash:         podtemplate.Hash(git.Spec.Template),

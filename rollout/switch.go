@@ -238,10 +238,7 @@ func (c *Controller) retireBefore(ctx context.Context, w *workload, target strin
 	if svc == nil || !strategies.MovedOver(target, svc.Spec.Selector) {
 		return nil // the Service has not moved over yet
 	}
-	old := contract.LabelServing
-	if target == contract.StrategyCanary {
-		old = contract.LabelColor
-	}
+	_, old := strategies.TrafficKeys(target)
 	var left []*appsv1.Deployment
 	for _, suffix := range suffixes {
 		if d := w.deployment(suffix); d != nil {
@@ -281,17 +278,18 @@ func (c *Controller) unlabelCanaryPods(ctx context.Context, w *workload) error {
 	return nil
 }
 
-// latestStatus returns the recorded status of the workload's colors when
-// one has a later revision than recorded, else recorded.
-func latestStatus(w *workload, recorded strategies.Status) strategies.Status {
+// colorStatuses returns the status each blue-green color of workload w
+// records, in the order of colorSuffixes; a zero Status for a color whose
+// status does not parse, which is no revision at all.
+func colorStatuses(w *workload) []strategies.Status {
+	var out []strategies.Status
 	for _, suffix := range colorSuffixes {
 		if d := w.deployment(suffix); d != nil {
-			if st, err := strategies.ReadStatus(d.Annotations); err == nil && st.Revision > recorded.Revision {
-				recorded = st
-			}
+			st, _ := strategies.ReadStatus(d.Annotations)
+			out = append(out, st)
 		}
 	}
-	return recorded
+	return out
 }
 
 // eventSwitched records on d that its workload finished switching from

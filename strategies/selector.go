@@ -96,9 +96,17 @@ func widens(current, next map[string]string) bool {
 // target's key (plimsoll.dev/color, plimsoll.dev/serving) and not the
 // other's. Only then may what the other strategy left be retired.
 func MovedOver(target string, selector map[string]string) bool {
-	key, old := contract.LabelColor, contract.LabelServing
-	if target == contract.StrategyCanary {
-		key, old = old, key
-	}
+	key, old := TrafficKeys(target)
 	return selector[key] != "" && selector[old] == ""
+}
+
+// TrafficKeys returns the selector key by which strategy target (blue-green
+// or canary) steers a Service's traffic, and the other strategy's:
+// plimsoll.dev/color and plimsoll.dev/serving for blue-green, the other
+// way round for canary.
+func TrafficKeys(target string) (key, other string) {
+	if target == contract.StrategyCanary {
+		return contract.LabelServing, contract.LabelColor
+	}
+	return contract.LabelColor, contract.LabelServing
 }

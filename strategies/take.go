@@ -110,7 +110,7 @@ func TakeCanary(held CanaryHeld, hash, commit string) CanaryTake {
 	}
 	recorded := held.Recorded
 	if len(held.Colors) > 0 && (take.From == contract.StrategyBlueGreen || held.Stable == nil) {
-		recorded = latestOf(recorded, held.Colors)
+		recorded = Latest(recorded, held.Colors)
 	}
 	take.FreshState = take.From != ""
 	take.Status, take.Decision = HandOver(recorded, hash, commit)
@@ -162,9 +162,10 @@ func Undone(d *appsv1.Deployment, recorded Status, hash string, keepsHandEdits b
 	return stamp != "" && stamp != hash
 }
 
-// latestOf returns the status of the latest revision among recorded and
-// colors.
-func latestOf(recorded Status, colors []Status) Status {
+// Latest returns the status of the latest revision among recorded and
+// colors: a workload switching from blue-green counts its revisions on
+// from its colors'.
+func Latest(recorded Status, colors []Status) Status {
 	for _, st := range colors {
 		if st.Revision > recorded.Revision {
 			recorded = st
