@@ -3,6 +3,7 @@ package strategies
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -119,14 +120,26 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 	// Pods left without an owner (a hand-over undone by hand) serve until
 	// the stable Deployment serves in full again, then go.
 	stableUp := fullyAvailable(o.Stable, n)
-	var orphansServing []string
+	var canaryServing, orphansServing []string
 	for _, p := range o.Pods {
 		switch {
 		case p.Serving && !p.Orphan:
-			plan.Unlabel = append(plan.Unlabel, p.Name) // the failed canary's: out at once
+			canaryServing = append(canaryServing, p.Name)
 		case p.Serving && stableUp:
 			orphansServing = append(orphansServing, p.Name)
 		}
+	}
+	// The failed canary's pods leave the Service at once, unless they are
+	// every ready endpoint it has (a stable that never became available,
+	// a first revision that failed): a rollback never takes a Service to
+	// 0. They serve then, the canary kept at its count, until a stable
+	// pod is ready. With N = 4 at 25% and the stable's 3 pods not Ready,
+	// the canary's one pod serves on while the stable comes back to 4.
+	kept := !sparedAll(canaryServing, o.ServiceReady)
+	if kept {
+		plan.CanaryReplicas = nil
+	} else {
+		plan.Unlabel = canaryServing
 	}
 	if o.Canary != nil && o.Canary.Spec.Paused && !IdleCanary(o.Canary) {
 		// A canary Deployment paused by a hand-over works again.
@@ -136,9 +149,30 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 		plan.Unlabel, plan.DeletePods = append(plan.Unlabel, orphansServing...), orphaned
 	}
 	message := fmt.Sprintf("template %s failed; stable serves; not started again until Git changes it or a retry", failed)
-	if o.Stable != nil && hashOf(o.Stable) == failed {
+	switch {
+	case kept:
+		message = keptMessage(failed)
+	case o.Stable != nil && hashOf(o.Stable) == failed:
 		message = fmt.Sprintf("template %s failed and runs on the stable Deployment", failed)
+	}
+	if before, ok := strings.CutSuffix(recorded.Message, keptMessage(failed)); ok && !kept {
+		// The canary's pods no longer hold the Service up: the line that
+		// said so is not kept.
+		recorded.Message = before + message
 	}
 	plan.Status.Message = keepDegraded(recorded, why, message)
 	return plan
+}
+
+// keptMessage is the status line of a failed revision whose canary pods
+// still serve as the Service's only ready endpoints (see
+// planCanaryRefused).
+func keptMessage(failed string) string {
+	return fmt.Sprintf("template %s failed; its canary pods serve until a stable pod is ready, the Service having no other ready endpoint", failed)
+}
+
+// sparedAll reports whether the Service keeps a ready endpoint without
+// pods, or none of them is one of its ready endpoints anyway.
+func sparedAll(pods, ready []string) bool {
+	return !slices.ContainsFunc(pods, func(p string) bool { return slices.Contains(ready, p) }) || spareable(pods, ready, 1) != nil
 }

@@ -228,3 +228,56 @@ func (sw *scaleWatch) max() int32 {
 	defer sw.mu.Unlock()
 	return sw.high
 }
+
+// TestCanaryAbortKeepsLastEndpoints: a canary workload whose first
+// revision never became Ready has its second revision's canary pod as the
+// Service's only ready endpoint. An abort keeps that pod serving, the
+// canary at its count, rather than take the Service to 0, and says so;
+// the stable goes back to 4. The next revision goes out from there, and
+// the Service never has fewer than 1 ready endpoint.
+func TestCanaryAbortKeepsLastEndpoints(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	tree := func(version string) map[string]string {
+		return canaryExample(t, version, "progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10",
+			`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 100%"`)
+	}
+	s.repo.commit("api broken from the start", tree("does-not-exist"))
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Degraded", phaseIs(1, "Degraded"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+
+	t.Log("1. revision 2: its canary pod is the Service's only ready endpoint")
+	s.repo.commit("api v2", tree("v2"))
+	waitForDeployment(t, s.ns, "api", "revision 2 at step 2/3, waiting for promote", phaseIs(2, "Paused", "canary step 2/3"))
+	endpoints.waitReady(t, "the canary's pod alone", func(pods []string) bool {
+		return len(pods) == 1 && len(withPrefix(pods, "api-canary-")) == 1
+	})
+	mark := endpoints.mark()
+
+	t.Log("2. abort: the canary's pod serves on, the stable goes back to 4")
+	command(t, s.ns, "api", "abort")
+	waitForDeployment(t, s.ns, "api", "revision 2 Degraded, the canary's pods serving", phaseIs(2, "Degraded", "aborted revision 2",
+		"canary pods serve until a stable pod is ready"))
+	waitForDeployment(t, s.ns, "api", "the stable asking for 4", func(d *appsv1.Deployment) bool {
+		return *d.Spec.Replicas == 4 && d.Annotations["plimsoll.dev/command"] == ""
+	})
+	if c := getDeployment(t, s.ns, "api-canary"); c == nil || *c.Spec.Replicas != 1 {
+		t.Errorf("api-canary after the abort: %v, want it kept at 1 while its pod is the only one serving", c)
+	}
+	endpoints.waitReady(t, "the canary's pod still serving", func(pods []string) bool {
+		return len(withPrefix(pods, "api-canary-")) == 1
+	})
+	checkMinReady(t, endpoints, mark, 1)
+
+	t.Log("3. revision 3 goes out from there, the Service never without a ready endpoint")
+	s.repo.commit("api v3", tree("v3"))
+	waitForDeployment(t, s.ns, "api", "revision 3 at step 2/3, waiting for promote", phaseIs(3, "Paused", "canary step 2/3"))
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 3 Healthy", phaseIs(3, "Healthy"))
+	waitFor(t, "4 api pods on v3", func(context.Context) (bool, error) {
+		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v3"), nil
+	})
+	checkMinReady(t, endpoints, mark, 1)
+	t.Logf("endpoints from the abort on:\n%s", strings.Join(endpoints.history(mark), "\n"))
+}
