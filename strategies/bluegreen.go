@@ -196,7 +196,11 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	// Analyses judge a revision once something serves to compare it with.
 	analysed := len(o.Analysis) > 0 && (active != "" || o.Legacy != nil)
 	if target == active {
-		return planBlueGreenSettle(plan, desired, o, n, revision, analysed)
+		settled := planBlueGreenSettle(plan, desired, o, n, revision, analysed)
+		if !inFlight && settled.Acted == "" {
+			settled.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is promoted")
+		}
+		return settled
 	}
 
 	// A revision is going out on the target color.

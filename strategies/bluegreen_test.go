@@ -344,10 +344,11 @@ func blueGreenCases() []blueGreenCase {
 				scaleDownAt: at(delay30s), acted: "aborted revision 4"},
 		},
 		{
-			name:     "abort once blue is scaled down: nothing to abort",
+			name:     "abort once blue is scaled down: too late, and the Event says how to go back",
 			recorded: progressing4, blue: colorDeploy(ColorBlue, v3, sized(0)), green: green4, active: ColorGreen, abort: true,
 			want: blueGreenWant{phase: PhaseHealthy, words: []string{"on green: 4/4 available"}, replicas: map[Color]int32{ColorGreen: 4},
-				active: ColorGreen, preview: ColorGreen, roles: map[Color]Role{ColorGreen: RoleActive, ColorBlue: RoleIdle}},
+				active: ColorGreen, preview: ColorGreen, roles: map[Color]Role{ColorGreen: RoleActive, ColorBlue: RoleIdle},
+				acted: "too late to abort: revision 4 is promoted; commit the previous revision to Git to go back"},
 		},
 		{
 			name:     "green misses its progress deadline, auto-rollback on: green to 0, traffic stays on blue",

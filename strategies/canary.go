@@ -223,10 +223,13 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	// of its own.
 	switch {
 	case handingOver(o):
+		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
 		return planHandOver(plan, o, n, revision)
 	case handedOver(o):
+		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
 		return planHandedOver(plan, o, revision)
 	case adopting(o):
+		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
 		return planAdoption(plan, o, revision)
 	}
 	inFlight := o.Stable != nil && hashOf(o.Stable) != desired.Hash
@@ -284,6 +287,9 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		status.Phase, status.Message = PhaseProgressing, "selecting the serving pods in the Service"
 		return plan
 	case !inFlight:
+		if decision.Action != RevisionRefused {
+			plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is promoted")
+		}
 		return planCanaryPromoted(plan, desired, recorded, o, n, revision)
 	case hashOf(o.Canary) != desired.Hash:
 		status.Phase, status.Message = PhaseProgressing, revision+": writing the template to the canary"

@@ -392,9 +392,16 @@ func canaryCases() []canaryCase {
 			rests: true,
 		},
 		{
-			name:     "abort after the stable took revision 4: nothing to abort",
+			name:     "abort after the stable took revision 4: too late, and the Event says how to go back",
 			recorded: progressing4, stable: promoted, canary: cy(0), abort: true,
-			want: canaryWant{phase: PhaseHealthy, words: []string{"4/4 available"}, stable: four, canary: zero, since: sinceCleared},
+			want: canaryWant{phase: PhaseHealthy, words: []string{"4/4 available"}, stable: four, canary: zero, since: sinceCleared,
+				acted: "too late to abort: revision 4 is promoted; commit the previous revision to Git to go back"},
+		},
+		{
+			name:     "promote after the stable took revision 4: nothing to promote, and why",
+			recorded: progressing4, stable: promoted, canary: cy(0), promote: true,
+			want: canaryWant{phase: PhaseHealthy, words: []string{"4/4 available"}, stable: four, canary: zero, since: sinceCleared,
+				acted: "nothing to promote: revision 4 is promoted"},
 		},
 		{
 			name:     "the canary misses its progress deadline, auto-rollback on: undone as by an abort",

@@ -91,3 +91,18 @@ func (c Commanded) Describe(acted string) string {
 	}
 	return ""
 }
+
+// lateCommand says what a pending promote or abort does once revision
+// is promoted, or being promoted (state): nothing, and why. Going back
+// is then a commit of the previous revision. A canary's hand-over under
+// way goes through an abort: its canary pods serve and the stable runs
+// none of its own, so taking them out would leave the Service empty.
+func lateCommand(promote, abort bool, revision int64, state string) string {
+	switch {
+	case abort:
+		return fmt.Sprintf("too late to abort: revision %d %s; commit the previous revision to Git to go back", revision, state)
+	case promote:
+		return fmt.Sprintf("nothing to promote: revision %d %s", revision, state)
+	}
+	return ""
+}

@@ -3,6 +3,7 @@ package strategies
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -180,7 +181,39 @@ func TestPlanHandOver(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("plan %+v\nwant %+v\nmessage %q, actions %+v", got, tt.want, plan.Status.Message, plan.Actions)
 			}
+			checkHandOverCommands(t, desired, recorded, o, plan)
 		})
+	}
+}
+
+// checkHandOverCommands plans o again with each command pending. Once
+// the canary is paused at its full count, the hand-over goes through
+// every one (its canary pods serve and the stable runs none of its own,
+// so an abort would leave the Service empty), and the Event says why;
+// before that, an abort undoes the revision as at any step.
+func checkHandOverCommands(t *testing.T, desired CanaryDesired, recorded Status, o CanaryObserved, plan CanaryPlan) {
+	t.Helper()
+	through := handingOver(o) || handedOver(o) || adopting(o) || hashOf(o.Stable) == desired.Hash
+	for _, cmd := range []struct {
+		name  string
+		set   func(*CanaryObserved)
+		acted string
+	}{
+		{"abort", func(o *CanaryObserved) { o.Abort = true }, "too late to abort: revision 4 is "},
+		{"promote", func(o *CanaryObserved) { o.Promote = true }, "nothing to promote: revision 4 is "},
+		{"pause", func(o *CanaryObserved) { o.Paused = true }, ""},
+	} {
+		commanded := o
+		cmd.set(&commanded)
+		got := PlanCanary(desired, recorded, commanded)
+		switch {
+		case through && (!reflect.DeepEqual(got.Actions, plan.Actions) || got.Status != plan.Status):
+			t.Errorf("%s: the hand-over did not go through it: actions %+v, status %+v; want %+v, %+v", cmd.name, got.Actions, got.Status, plan.Actions, plan.Status)
+		case through && !strings.HasPrefix(got.Acted, cmd.acted):
+			t.Errorf("%s: acted %q, want it to start %q", cmd.name, got.Acted, cmd.acted)
+		case !through && cmd.name == "abort" && (got.Acted != "aborted revision 4" || got.Status.FailedHash != desired.Hash || got.Status.Phase != PhaseDegraded):
+			t.Errorf("abort before the canary is paused at its full count: acted %q, status %+v; want revision 4 aborted", got.Acted, got.Status)
+		}
 	}
 }
 
