@@ -294,7 +294,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	autoscaler, scaled := bg.w.autoscaler(name, name+contract.SuffixBlue, name+contract.SuffixGreen)
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
 		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
-		Pods: colorPods(bg.w), ActiveEndpoints: bg.w.ready[bg.active.Name],
+		Pods: colorPods(bg.w), ReplicaSets: bg.w.rsets, ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
 		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
 		Analysis: j.specs, Run: j.run,

@@ -37,6 +37,10 @@ type BlueGreenObserved struct {
 	ScaleDownAt time.Time
 	// Pods are the pods of each color.
 	Pods map[Color][]Pod
+	// ReplicaSets are the workload's ReplicaSets: a color scaled to 0
+	// runs none once those it controls observed the count and its pods
+	// are gone (see runsNone).
+	ReplicaSets []*appsv1.ReplicaSet
 	// ActiveEndpoints are the pods the active Service's EndpointSlices
 	// hold as ready (see ReadyPods).
 	ActiveEndpoints []string
@@ -215,7 +219,7 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	status := &plan.Status
 	pre := judgement{judged: true}
 	if analysed && hashOf(dt) == desired.Hash {
-		ready := fullyAvailable(dt, n) && !o.Paused && !failedNow(dt, o.Pods[target], desired.Hash, recorded, o.Now)
+		ready := runsAvailable(dt, n, o.ReplicaSets, o.Pods[target]) && !o.Paused && !failedNow(dt, o.Pods[target], desired.Hash, recorded, o.Now)
 		pre = judge(&plan.Run, o.Analysis, StagePrePromotion, desired.Hash, o.Now, ready)
 		plan.RequeueAfter = sooner(plan.RequeueAfter, pre.requeue)
 		if o.Promote && pre.inconclusive {
@@ -237,7 +241,7 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		}
 	case recorded.Phase == PhaseDegraded && dt != nil && deadlineExceeded(dt):
 		status.Phase, status.Message = PhaseDegraded, revision+": waiting for "+string(target)+" to make progress after its progress deadline was exceeded"
-	case !fullyAvailable(dt, n):
+	case !runsAvailable(dt, n, o.ReplicaSets, o.Pods[target]):
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, target, waitingFor(n))
 		if o.Paused {
 			status.Phase = PhasePaused
@@ -305,7 +309,7 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 		plan.Roles[old] = RoleIdle
 	}
 	status := &plan.Status
-	oldUp := !scaledDown(o.Deployment(old)) || !scaledDown(o.Legacy)
+	oldUp := !runsNone(o.Deployment(old), o.ReplicaSets, o.Pods[old]) || !scaledDown(o.Legacy)
 	post := judgement{judged: true}
 	if oldUp && analysed && plan.Run.Of(StagePostPromotion, desired.Hash) {
 		post = judge(&plan.Run, o.Analysis, StagePostPromotion, desired.Hash, o.Now, false)

@@ -45,6 +45,8 @@ type blueGreenCase struct {
 	scaleDownAt            time.Time
 	now                    time.Duration
 	paused, promote, abort bool
+	rsets                  []*appsv1.ReplicaSet
+	pods                   map[Color][]Pod
 	want                   blueGreenWant
 	// rests says that the plan, once executed, is where the workload
 	// stays until something changes: planning again changes nothing.
@@ -76,7 +78,7 @@ func (c blueGreenCase) inputs() (BlueGreenDesired, Status, BlueGreenObserved) {
 	}
 	return desired, c.recorded, BlueGreenObserved{
 		Blue: c.blue, Green: c.green, Legacy: c.legacy, Active: c.active, ScaleDownAt: c.scaleDownAt,
-		Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now),
+		Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now), ReplicaSets: c.rsets, Pods: c.pods,
 	}
 }
 
@@ -124,6 +126,9 @@ func swapCases(n int32) []blueGreenCase {
 	manual := blueGreenDesired(n, false)
 	blue := colorDeploy(ColorBlue, v3, sized(n))
 	green := colorDeploy(ColorGreen, v4, sized(n))
+	// blueScaling asks for 0 pods, the Deployment controller not having
+	// reported it since.
+	blueScaling := colorDeploy(ColorBlue, v3, withSpecReplicas(0), withPods(n, n, n, n))
 	goingOut := blueGreenWant{phase: PhaseProgressing, replicas: map[Color]int32{ColorBlue: n, ColorGreen: n},
 		active: ColorBlue, preview: ColorGreen, roles: map[Color]Role{ColorBlue: RoleActive, ColorGreen: RolePreview}}
 	with := func(w blueGreenWant, words ...string) blueGreenWant { w.words = words; return w }
@@ -196,6 +201,30 @@ func swapCases(n int32) []blueGreenCase {
 			name:     "blue asks for 0 pods but one is still terminating: not Healthy yet",
 			recorded: progressing4, blue: colorDeploy(ColorBlue, v3, withSpecReplicas(0), withPods(1, 1, 1, 1)), green: green,
 			active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			want: afterDelay,
+		},
+		{
+			name:     "blue asks for 0, its ReplicaSet observed that and still counts its pods, none left in the caches: Healthy",
+			recorded: progressing4, blue: blueScaling, green: green, active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			rsets: []*appsv1.ReplicaSet{ownRS(blueScaling, "web-blue-5f6d7c8b9a", 0, n, n)},
+			pods:  map[Color][]Pod{ColorBlue: {servingDeleting("b0")}},
+			want:  healthy,
+		},
+		{
+			name:     "blue asks for 0, its ReplicaSet observed that, one pod still running: not Healthy yet",
+			recorded: progressing4, blue: blueScaling, green: green, active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			rsets: []*appsv1.ReplicaSet{ownRS(blueScaling, "web-blue-5f6d7c8b9a", 0, n, n)},
+			pods:  map[Color][]Pod{ColorBlue: {serving("b0")}},
+			want:  afterDelay,
+		},
+		{
+			name:     "blue asks for 0, its ReplicaSet not yet observing that, no pod in the caches: not Healthy yet",
+			recorded: progressing4, blue: blueScaling, green: green, active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			rsets: []*appsv1.ReplicaSet{func() *appsv1.ReplicaSet {
+				rs := ownRS(blueScaling, "web-blue-5f6d7c8b9a", 0, n, n)
+				rs.Generation = 4
+				return rs
+			}()},
 			want: afterDelay,
 		},
 		{

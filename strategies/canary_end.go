@@ -73,7 +73,7 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 	if spareable(slices.Concat(serving, orphaned), o.ServiceReady, n) != nil {
 		plan.Unlabel, plan.DeletePods = serving, orphaned
 	}
-	if len(serving) > 0 || plan.Stable == StableSettle || !scaledDown(o.Canary) || len(orphaned) > 0 {
+	if len(serving) > 0 || plan.Stable == StableSettle || !runsNone(o.Canary, o.ReplicaSets, o.Pods) || len(orphaned) > 0 {
 		status.Phase, status.Message = PhaseProgressing, revision+": promoted; scaling the canary down"
 		return plan
 	}

@@ -124,7 +124,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	// paused), a canary pod that restarts holds nothing up, as before.
 	serving := label(&plan, o.Pods, n)
 	size := n + unlabelled(o.Pods)
-	done := serving == n && runsAvailable(o.Canary, size, o.ReplicaSets)
+	done := serving == n && runsAvailable(o.Canary, size, o.ReplicaSets, o.Pods)
 	if !o.Canary.Spec.Paused || (!done && !o.Stable.Spec.Paused) {
 		plan.CanaryReplicas = &size
 		if !o.Canary.Spec.Paused && (done || oneTemplate(o.Canary)) {
@@ -139,7 +139,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	held, deleted, left := holdOut(o.ReplicaSets, o.Stable)
 	older, olderLeft := olderReplicaSets(o.ReplicaSets, o.Canary)
 	switch {
-	case !runsNone(o.Stable, o.ReplicaSets):
+	case !runsNone(o.Stable, o.ReplicaSets, o.StablePods):
 		// The stable's own pods have not all gone yet.
 	case left || olderLeft:
 		// 3. A held-out ReplicaSet loses its owner in the patch that

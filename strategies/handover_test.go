@@ -86,12 +86,13 @@ func TestPlanHandOver(t *testing.T) {
 	}
 	held := []HeldOut{{ReplicaSet: stableRS.Name, Key: "app", Value: "web"}}
 	for _, tt := range []struct {
-		name   string
-		stable *appsv1.Deployment
-		canary *appsv1.Deployment
-		rsets  []*appsv1.ReplicaSet
-		pods   []Pod
-		want   want
+		name       string
+		stable     *appsv1.Deployment
+		canary     *appsv1.Deployment
+		rsets      []*appsv1.ReplicaSet
+		pods       []Pod
+		stablePods []Pod
+		want       want
 	}{
 		{name: "1. the canary at 2 of 4, all of its template: it grows, paused in the same write", stable: stableAt(2), canary: canary(2),
 			pods: owned[:2], want: want{canaryReplicas: &four, canaryPaused: &yes, phase: PhaseProgressing}},
@@ -126,11 +127,22 @@ func TestPlanHandOver(t *testing.T) {
 			want: want{holdOut: held, phase: PhaseProgressing}},
 		{name: "2. the stable paused, its status not caught up, its ReplicaSet at 0 still running 1: it waits",
 			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
-			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 1, 3)}, pods: owned,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 1, 3)}, pods: owned, stablePods: []Pod{serving("s0")},
 			want: want{phase: PhaseProgressing}},
+		{name: "2. the stable paused, its ReplicaSet at 0 reporting the pod it deleted, the pod gone from the caches: held out",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 1, 3)}, pods: owned,
+			want: want{holdOut: held, phase: PhaseProgressing}},
+		{name: "2. the stable paused, its ReplicaSet at 0 reporting the pod it deleted, the pod terminating: held out",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 1, 3)}, pods: owned, stablePods: []Pod{servingDeleting("s0")},
+			want: want{holdOut: held, phase: PhaseProgressing}},
 		{name: "2. the stable paused, its ReplicaSet at 0 not yet observed by the ReplicaSet controller: it waits",
 			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 0, 2)}, pods: owned, want: want{phase: PhaseProgressing}},
+		{name: "2. the stable paused, its ReplicaSet at 0 not yet observed, its pods gone from the caches: it waits",
+			stable: stableAt(0, paused, withGeneration(5, 4), withPods(2, 2, 2, 2)), canary: pausedCanary,
+			rsets: []*appsv1.ReplicaSet{canaryRS, stableRSAt(0, 2, 2)}, pods: owned, want: want{phase: PhaseProgressing}},
 		{name: "3. the stable runs none: its ReplicaSets are held out, the canary's earlier ones deleted", stable: stableAt(0, paused), canary: pausedCanary,
 			rsets: []*appsv1.ReplicaSet{canaryRS, olderCanaryRS, stableRS}, pods: owned,
 			want: want{holdOut: held, deleteReplicaSets: []string{olderCanaryRS.Name}, phase: PhaseProgressing}},
@@ -172,7 +184,8 @@ func TestPlanHandOver(t *testing.T) {
 			want:  want{stableReplicas: &four, phase: PhaseHealthy}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, ReplicaSets: tt.rsets, ServiceReady: []string{"c0", "c1", "c2", "c3"},
+			o := CanaryObserved{Stable: tt.stable, Canary: tt.canary, Pods: tt.pods, StablePods: tt.stablePods, ReplicaSets: tt.rsets,
+				ServiceReady:          []string{"c0", "c1", "c2", "c3"},
 				ServiceSelectsServing: true, Step: 2, StepSince: t0, Now: t0}
 			plan := PlanCanary(desired, recorded, o)
 			got := want{canaryReplicas: plan.CanaryReplicas, stableReplicas: plan.StableReplicas, canaryPaused: plan.CanaryPaused,

@@ -3,6 +3,7 @@ package strategies
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -182,8 +183,10 @@ func replicaSetRuns(rsets []*appsv1.ReplicaSet, d *appsv1.Deployment) (appsv1.Re
 // runsAvailable reports whether d runs exactly n pods, all of its template
 // and available: by the Deployment controller's report (see
 // fullyAvailable), or, where that controller has not caught up, by the
-// ReplicaSet controller's where it describes d (see replicaSetRuns).
-func runsAvailable(d *appsv1.Deployment, n int32, rsets []*appsv1.ReplicaSet) bool {
+// ReplicaSet controller's where it describes d (see replicaSetRuns), or,
+// where that one has not reported the pods Ready yet, by pods, d's as the
+// caches hold them (see podsAvailable).
+func runsAvailable(d *appsv1.Deployment, n int32, rsets []*appsv1.ReplicaSet, pods []Pod) bool {
 	if fullyAvailable(d, n) {
 		return true
 	}
@@ -191,7 +194,33 @@ func runsAvailable(d *appsv1.Deployment, n int32, rsets []*appsv1.ReplicaSet) bo
 		return false
 	}
 	st, ok := replicaSetRuns(rsets, d)
-	return ok && st.Replicas == n && st.AvailableReplicas == n
+	return ok && (st.Replicas == n && st.AvailableReplicas == n || podsAvailable(d, n, pods))
+}
+
+// podsAvailable reports whether pods, those of Deployment d in the
+// caches, are n of d's template, Ready, and nothing else but pods being
+// deleted. A pod's Ready condition is in the caches before the
+// ReplicaSet controller counts it available, in a status write of its
+// next sync, and before the Deployment controller's report of that: two
+// queues, each seconds behind when a hundred workloads roll. Without
+// minReadySeconds a Ready pod is available; with it, the controllers'
+// count is waited for.
+func podsAvailable(d *appsv1.Deployment, n int32, pods []Pod) bool {
+	if d.Spec.MinReadySeconds > 0 {
+		return false
+	}
+	hash := hashOf(d)
+	var ready int32
+	for _, p := range pods {
+		switch {
+		case p.Deleting:
+		case p.Hash != hash || !p.Ready || p.Orphan:
+			return false
+		default:
+			ready++
+		}
+	}
+	return ready == n
 }
 
 // scaledDown reports whether d is absent, or asks for no pods and runs none.
@@ -210,28 +239,36 @@ func scaledDown(d *appsv1.Deployment) bool {
 // runsNone reports whether d asks for no pods and runs none (see
 // scaledDown): by the Deployment controller's report, or, where that
 // controller has not caught up, by the ReplicaSet controller's: every
-// ReplicaSet d controls asks for none and reported none after observing
-// that. plimsoll scales the ReplicaSet of d's template in the write that
-// scales d (see the rollout package's mirror), so the pods go without
-// the Deployment controller, and its report of them followed 7 s later
-// over 50 canaries, a wait of every hand-over's step 3.
-func runsNone(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet) bool {
+// ReplicaSet d controls asks for none and observed that, and reported
+// none, or none of pods (d's, as the caches hold them) is left but ones
+// being deleted. plimsoll scales the ReplicaSet of d's template in the
+// write that scales d (see the rollout package's mirror), so the pods go
+// without the Deployment controller, and its report of them followed 7 s
+// later over 50 canaries, a wait of every hand-over's step 3. The
+// ReplicaSet controller's report is late too: the status it writes in
+// the sync that deletes the pods still counts them, and the one that
+// counts none comes with its next sync, 6 s later in a hand-over of 50
+// canaries, where the pods' deletion reached the caches within 0.1 s. A
+// ReplicaSet that observed a count of 0 makes no pod, so pods gone from
+// the caches do not come back.
+func runsNone(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet, pods []Pod) bool {
 	if scaledDown(d) {
 		return true
 	}
 	if liveReplicas(d) != 0 {
 		return false
 	}
+	found, reported := false, true
 	for _, rs := range rsets {
 		if !metav1.IsControlledBy(rs, d) {
 			continue
 		}
-		if rs.Spec.Replicas == nil || *rs.Spec.Replicas != 0 || rs.Status.Replicas != 0 ||
-			rs.Status.ObservedGeneration < rs.Generation {
+		if rs.Spec.Replicas == nil || *rs.Spec.Replicas != 0 || rs.Status.ObservedGeneration < rs.Generation {
 			return false
 		}
+		found, reported = true, reported && rs.Status.Replicas == 0
 	}
-	return true
+	return found && (reported || !slices.ContainsFunc(pods, func(p Pod) bool { return !p.Deleting }))
 }
 
 // hashOf is the LiveHash of d's template, "" for a nil d.
