@@ -346,7 +346,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	since := plan.StepSince
 	weight := weightAt(steps, k)
 	c := CanaryReplicas(weight, n)
-	serving := label(&plan, o.Pods, c)
+	serving := label(&plan, o.Pods, c, hashOf(o.Canary))
 	stable := max(n-serving, 0)
 	// A pod taken out of traffic by hand keeps running but does not count:
 	// the canary gets one more pod for each, to be labelled in its place.

@@ -47,28 +47,39 @@ func weightAt(steps []Step, k int) int32 {
 // count, so a dead canary pod's replacement is labelled once Ready; a pod
 // unlabelled by hand is never labelled again. It returns how many canary
 // pods serve once the plan is executed.
-func label(plan *CanaryPlan, pods []Pod, c int32) int32 {
-	return balance(plan, pods, c, func(p Pod) bool { return !p.Unlabelled })
+//
+// Pods of another template than hash (the canary's) that serve, a
+// revision's that a new commit replaces, lose the label first: with
+// revision 2's pod serving at 25% of 4 when revision 3's becomes Ready,
+// revision 2's leaves the Service, whatever the names, and revision 3's,
+// once unlabelled, would never be labelled again.
+func label(plan *CanaryPlan, pods []Pod, c int32, hash string) int32 {
+	return balance(plan, pods, c, func(p Pod) bool { return !p.Unlabelled }, func(p Pod) bool { return p.Hash == hash })
 }
 
 // balance plans the serving labels of pods so that want of them serve:
-// Ready serving pods beyond want lose the label (the last by name first),
-// Ready pods without it for which may holds get it (the first by name
-// first) until want serve. A serving pod that is not Ready or is being
-// deleted counts for nothing; the label goes with it. It returns how many
-// serve once the plan is executed.
-func balance(plan *CanaryPlan, pods []Pod, want int32, may func(Pod) bool) int32 {
-	var serving, candidates []string
+// Ready serving pods beyond want lose the label (those for which keep
+// does not hold first, then the last by name first), Ready pods without
+// it for which may holds get it (the first by name first) until want
+// serve. A serving pod that is not Ready or is being deleted counts for
+// nothing; the label goes with it. It returns how many serve once the
+// plan is executed.
+func balance(plan *CanaryPlan, pods []Pod, want int32, may, keep func(Pod) bool) int32 {
+	var serving, others, candidates []string
 	for _, p := range pods {
 		switch {
 		case p.Deleting || !p.Ready:
-		case p.Serving:
+		case p.Serving && keep(p):
 			serving = append(serving, p.Name)
+		case p.Serving:
+			others = append(others, p.Name)
 		case may(p):
 			candidates = append(candidates, p.Name)
 		}
 	}
 	slices.Sort(serving)
+	slices.Sort(others)
+	serving = append(serving, others...)
 	slices.Sort(candidates)
 	for int32(len(serving)) > want {
 		plan.Unlabel = append(plan.Unlabel, serving[len(serving)-1])
@@ -127,5 +138,6 @@ func stableCount(desired CanaryDesired, n int32) *int32 {
 // HPA at 6 and the canary at 25%, 2 canary pods serve and 4 of the 6
 // stable pods; the other 2 keep running outside the Service.
 func serveStable(plan *CanaryPlan, pods []Pod, want int32) int32 {
-	return balance(plan, pods, want, func(Pod) bool { return true })
+	always := func(Pod) bool { return true }
+	return balance(plan, pods, want, always, always)
 }

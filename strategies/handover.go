@@ -122,7 +122,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 	// paused, and is paused only once it runs N of its template. Step 2
 	// waits for N canary pods serving; once it has begun (the stable
 	// paused), a canary pod that restarts holds nothing up, as before.
-	serving := label(&plan, o.Pods, n)
+	serving := label(&plan, o.Pods, n, hashOf(o.Canary))
 	size := n + unlabelled(o.Pods)
 	done := serving == n && runsAvailable(o.Canary, size, o.ReplicaSets, o.Pods)
 	if !o.Canary.Spec.Paused || (!done && !o.Stable.Spec.Paused) {

@@ -159,3 +159,25 @@ func TestPlanCanaryUnlabelledByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestLabelKeepsTheCanarysTemplate: a new commit's canary pod comes up
+// beside a serving pod of the template before it (the canary Deployment
+// replaces its pods). The earlier one serves until the new one can take
+// its place, then loses the label, whatever the names; the new one,
+// unlabelled, would count as taken out by hand and never serve.
+func TestLabelKeepsTheCanarysTemplate(t *testing.T) {
+	pods := []Pod{{Name: "a-old", Ready: true, Serving: true, Hash: "h3"}, {Name: "z-new", Hash: "h4", Serving: true}}
+	var plan CanaryPlan
+	if n := label(&plan, pods, 1, "h4"); n != 1 || len(plan.Unlabel) != 0 {
+		t.Errorf("the new pod starting: %d serve, unlabel %v; want 1, the earlier pod serving on", n, plan.Unlabel)
+	}
+	pods[1].Ready = true
+	plan = CanaryPlan{}
+	if n := label(&plan, pods, 1, "h4"); n != 1 || !slices.Equal(plan.Unlabel, []string{"a-old"}) {
+		t.Errorf("the new pod Ready: %d serve, unlabel %v; want 1, the earlier pod unlabelled", n, plan.Unlabel)
+	}
+	plan = CanaryPlan{}
+	if n := label(&plan, pods, 2, "h4"); n != 2 || len(plan.Unlabel) != 0 {
+		t.Errorf("two to serve: %d serve, unlabel %v; want both serving", n, plan.Unlabel)
+	}
+}
