@@ -103,6 +103,44 @@ func TestCanaryRollout(t *testing.T) {
 	t.Logf("endpoints around the abort:\n%s", strings.Join(endpoints.history(mark), "\n"))
 }
 
+// TestCanaryNewCommitMidway pushes revision 3 while revision 2's canary
+// pod serves at 25% (step 2/5, waiting for promote): the canary
+// Deployment takes revision 3's template at its count, revision 3's pod
+// takes the place of revision 2's in the Service (which keeps 4 ready
+// endpoints all along, 1 of them the canary's), and revision 3 goes all
+// the way to 4 pods on v3.
+func TestCanaryNewCommitMidway(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	s.repo.commit("api v1", canaryExample(t, "v1"))
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
+	s.repo.commit("api v2", canaryExample(t, "v2"))
+	waitForDeployment(t, s.ns, "api", "revision 2 at step 2/5", phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
+	checkServing(t, endpoints, 1, 4)
+	mark := endpoints.mark()
+
+	t.Log("revision 3 while revision 2's canary pod serves")
+	s.repo.commit("api v3", canaryExample(t, "v3"))
+	waitForDeployment(t, s.ns, "api", "revision 3 at step 2/5", phaseIs(3, "Paused", "canary step 2/5", "waiting for promote"))
+	waitFor(t, "the one canary pod on v3, serving", func(context.Context) (bool, error) {
+		return onlyImage(images(t, s.ns, "app=api,plimsoll.dev/serving=true", "api-canary-"), 1, "registry.example/api:v3"), nil
+	})
+	checkServing(t, endpoints, 1, 4)
+
+	t.Log("promoted twice: revision 3 on every pod")
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 3 at step 4/5", phaseIs(3, "Paused", "canary step 4/5"))
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 3 Healthy", phaseIs(3, "Healthy"))
+	waitFor(t, "4 api pods on v3", func(context.Context) (bool, error) {
+		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v3"), nil
+	})
+	checkMinReady(t, endpoints, mark, 4)
+}
+
 // hasEvent reports whether Deployment name has an Event with reason whose
 // message contains text.
 func hasEvent(t *testing.T, ns, name, reason, text string) bool {
