@@ -347,6 +347,14 @@ func planBlueGreenSettle(plan BlueGreenPlan, desired BlueGreenDesired, o BlueGre
 		plan.ScaleDownAt = time.Time{}
 		status.Phase = PhaseProgressing
 		status.Message = fmt.Sprintf("%s on %s: scaling from %d back to %d replicas", revision, active, liveReplicas(o.Deployment(active)), n)
+	case !fullyAvailable(o.Deployment(active), n) && (o.Deployment(old) != nil || o.Legacy != nil) &&
+		runsAvailable(o.Deployment(active), n, o.ReplicaSets, o.Pods[active]):
+		// The old pods are gone and the active color runs its count; only
+		// the Deployment controller's report of it is to come, which
+		// Healthy waits for. The scale-down's line stays: "waiting for 4
+		// available" would be one more write of both colors, and not true.
+		plan.ScaleDownAt = time.Time{}
+		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s serves from %s; scaling %s down", revision, active, oldName(old, o))
 	case !fullyAvailable(o.Deployment(active), n):
 		plan.ScaleDownAt = time.Time{}
 		status.Phase, status.Message = PhaseProgressing, fmt.Sprintf("%s on %s: %s", revision, active, waitingFor(n))

@@ -146,6 +146,11 @@ func swapCases(n int32) []blueGreenCase {
 	promoted.acted = "promoted green"
 	waiting := settled
 	waiting.words, waiting.requeue = []string{"blue scales down at 12:00:30"}, 20*time.Second
+	lagged := settled
+	lagged.scaleDownAt, lagged.words = time.Time{}, []string{"revision 4 (commit def5678) serves from green; scaling blue down"}
+	// greenLagging runs n available pods the Deployment controller has
+	// yet to report.
+	greenLagging := colorDeploy(ColorGreen, v4, withSpecReplicas(n), withPods(n, n, 0, 0))
 	healthy := settled
 	healthy.phase, healthy.scaleDownAt = PhaseHealthy, time.Time{}
 	healthy.words = []string{fmt.Sprintf("revision 4 (commit def5678) on green: %d/%d available", n, n)}
@@ -226,6 +231,12 @@ func swapCases(n int32) []blueGreenCase {
 				return rs
 			}()},
 			want: afterDelay,
+		},
+		{
+			name:     "blue runs no pod, green's pods all available but not yet reported by the Deployment controller: the scale-down's line stays",
+			recorded: progressing4, blue: colorDeploy(ColorBlue, v3, sized(0)), green: greenLagging, active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			rsets: []*appsv1.ReplicaSet{ownRS(greenLagging, "web-green-7d9c556656", n, n, n)},
+			want:  lagged,
 		},
 		{
 			name:     "blue runs no pod: Healthy, no scale-down pending",
