@@ -203,9 +203,9 @@ func swapCases(n int32) []blueGreenCase {
 			want: afterDelay,
 		},
 		{
-			name:     "blue asks for 0 pods but one is still terminating: not Healthy yet",
+			name:     "blue asks for 0 pods but one still runs: not Healthy yet",
 			recorded: progressing4, blue: colorDeploy(ColorBlue, v3, withSpecReplicas(0), withPods(1, 1, 1, 1)), green: green,
-			active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second,
+			active: ColorGreen, scaleDownAt: at(delay30s), now: 40 * time.Second, pods: map[Color][]Pod{ColorBlue: {serving("b0")}},
 			want: afterDelay,
 		},
 		{

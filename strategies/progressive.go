@@ -250,7 +250,9 @@ func scaledDown(d *appsv1.Deployment) bool {
 // counts none comes with its next sync, 6 s later in a hand-over of 50
 // canaries, where the pods' deletion reached the caches within 0.1 s. A
 // ReplicaSet that observed a count of 0 makes no pod, so pods gone from
-// the caches do not come back.
+// the caches do not come back. A Deployment that controls no ReplicaSet
+// (a hand-over's stable once its own are held out) runs none once none
+// of pods runs either.
 func runsNone(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet, pods []Pod) bool {
 	if scaledDown(d) {
 		return true
@@ -268,7 +270,7 @@ func runsNone(d *appsv1.Deployment, rsets []*appsv1.ReplicaSet, pods []Pod) bool
 		}
 		found, reported = true, reported && rs.Status.Replicas == 0
 	}
-	return found && (reported || !slices.ContainsFunc(pods, func(p Pod) bool { return !p.Deleting }))
+	return found && reported || !slices.ContainsFunc(pods, func(p Pod) bool { return !p.Deleting })
 }
 
 // hashOf is the LiveHash of d's template, "" for a nil d.
