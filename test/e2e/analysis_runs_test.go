@@ -165,9 +165,7 @@ func (sc *scenario) waitCompleted(t *testing.T, revision int, hash, image string
 		t.Errorf("command %q left on the workload", c)
 	}
 	waitForDeployment(t, ns, "api-canary", "scaled to 0", scaledTo(0))
-	waitFor(t, "4 pods on "+image, func(context.Context) (bool, error) {
-		return onlyImage(images(t, ns, "app=api", "api-"), 4, image), nil
-	})
+	waitForPods(t, ns, "api", 4, image)
 	if n, pods := sc.endpoints.minReadySince(mark); n < 4 {
 		t.Errorf("revision %d: the Service had %d ready endpoints (%v), want never fewer than 4; history:\n%s",
 			revision, n, pods, strings.Join(sc.endpoints.history(mark), "\n"))

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +136,5 @@ func TestAnalysisRolling(t *testing.T) {
 	if failed.Annotations["plimsoll.dev/failed-hash"] != h3 {
 		t.Errorf("failed-hash %q, want %q", failed.Annotations["plimsoll.dev/failed-hash"], h3)
 	}
-	waitFor(t, "4 pods on v2 again", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=web", "web-"), 4, "registry.example/web:v2"), nil
-	})
+	waitForPods(t, s.ns, "web", 4, "registry.example/web:v2")
 }

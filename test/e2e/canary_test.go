@@ -135,9 +135,7 @@ func TestCanaryNewCommitMidway(t *testing.T) {
 	waitForDeployment(t, s.ns, "api", "revision 3 at step 4/5", phaseIs(3, "Paused", "canary step 4/5"))
 	command(t, s.ns, "api", "promote")
 	waitForDeployment(t, s.ns, "api", "revision 3 Healthy", phaseIs(3, "Healthy"))
-	waitFor(t, "4 api pods on v3", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v3"), nil
-	})
+	waitForPods(t, s.ns, "api", 4, "registry.example/api:v3")
 	checkMinReady(t, endpoints, mark, 4)
 }
 

@@ -217,9 +217,7 @@ func TestCanaryHandOver(t *testing.T) {
 	h := startHandOver(t)
 	s, endpoints := h.s, h.endpoints
 	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
-	waitFor(t, "4 api pods on v2", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v2"), nil
-	})
+	waitForPods(t, s.ns, "api", 4, "registry.example/api:v2")
 	checkMinReady(t, endpoints, h.mark, 4)
 	checkHandedOver(t, s.ns, endpoints, h.pods.since(h.before))
 	if c := getDeployment(t, s.ns, "api-canary"); c == nil || *c.Spec.Replicas != 0 {

@@ -79,9 +79,7 @@ func TestFixAfterHeldFailure(t *testing.T) {
 	s.repo.commit("v3 fixes it", tree("v3"))
 	waitForDeployment(t, s.ns, "api", "api revision 3 Healthy", phaseIs(3, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-green", "shop revision 3 Healthy", phaseIs(3, "Healthy"))
-	waitFor(t, "4 api pods on v3", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v3"), nil
-	})
+	waitForPods(t, s.ns, "api", 4, "registry.example/api:v3")
 	for name, phases := range map[string][]string{"api": apiPhases.seen(), "shop-green": shopPhases.seen()} {
 		if slices.Contains(phases, "3:Degraded") {
 			t.Errorf("%s was Degraded on revision 3, the fix; its phases: %v", name, phases)
@@ -160,9 +158,7 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	s.repo.commit("v2", tree("v2"))
 	waitForDeployment(t, s.ns, "web", "web revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "api", "api revision 2 Healthy", phaseIs(2, "Healthy"))
-	waitFor(t, "4 api pods on v2", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v2"), nil
-	})
+	waitForPods(t, s.ns, "api", 4, "registry.example/api:v2")
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 1 Healthy", phaseIs(1, "Healthy"))
 	canaryScale := watchScale(t, s.ns, "api-canary")
 
@@ -170,9 +166,7 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	kubectl(t, "-n", s.ns, "rollout", "undo", "deployment/web")
 	kubectl(t, "-n", s.ns, "rollout", "undo", "deployment/api")
 	for _, name := range []string{"web", "api"} {
-		waitFor(t, "4 "+name+" pods on v2 again", func(context.Context) (bool, error) {
-			return onlyImage(images(t, s.ns, "app="+name, name+"-"), 4, "registry.example/"+name+":v2"), nil
-		})
+		waitForPods(t, s.ns, name, 4, "registry.example/"+name+":v2")
 		waitForDeployment(t, s.ns, name, name+" revision 2 Healthy", phaseIs(2, "Healthy"))
 		waitFor(t, "a TemplateRestored Event on "+name, func(context.Context) (bool, error) {
 			return hasEvent(t, s.ns, name, "TemplateRestored", "changed outside Git"), nil
@@ -275,9 +269,7 @@ func TestCanaryAbortKeepsLastEndpoints(t *testing.T) {
 	waitForDeployment(t, s.ns, "api", "revision 3 at step 2/3, waiting for promote", phaseIs(3, "Paused", "canary step 2/3"))
 	command(t, s.ns, "api", "promote")
 	waitForDeployment(t, s.ns, "api", "revision 3 Healthy", phaseIs(3, "Healthy"))
-	waitFor(t, "4 api pods on v3", func(context.Context) (bool, error) {
-		return onlyImage(images(t, s.ns, "app=api", "api-"), 4, "registry.example/api:v3"), nil
-	})
+	waitForPods(t, s.ns, "api", 4, "registry.example/api:v3")
 	checkMinReady(t, endpoints, mark, 1)
 	t.Logf("endpoints from the abort on:\n%s", strings.Join(endpoints.history(mark), "\n"))
 }

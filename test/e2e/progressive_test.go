@@ -238,6 +238,15 @@ func images(t *testing.T, ns, selector, prefix string) []string {
 	return out
 }
 
+// waitForPods waits until the live pods of app (labelled app=<app>,
+// named <app>-...) are n, all of them on image.
+func waitForPods(t *testing.T, ns, app string, n int, image string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d %s pods on %s", n, app, image), func(context.Context) (bool, error) {
+		return onlyImage(images(t, ns, "app="+app, app+"-"), n, image), nil
+	})
+}
+
 // onlyImage reports whether images holds n entries, all of them image.
 func onlyImage(images []string, n int, image string) bool {
 	return len(images) == n && slices.Index(images, image) == 0 && images[n-1] == image
