@@ -201,7 +201,9 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	analysed := len(o.Analysis) > 0 && (active != "" || o.Legacy != nil)
 	if target == active {
 		settled := planBlueGreenSettle(plan, desired, o, n, revision, analysed)
-		if !inFlight && settled.Acted == "" {
+		if settled.Acted == "" {
+			// An abort in flight swapped back (Acted says so); anything
+			// else comes too late, within the scale-down delay too.
 			settled.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is promoted")
 		}
 		return settled

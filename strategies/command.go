@@ -30,6 +30,8 @@ type Commanded struct {
 	// Did is what the command did, for its Event; "" while a progressive
 	// planner is still to say (see Describe).
 	Did string
+	// lifted says that a promote lifted the pause command's hold first.
+	lifted bool
 }
 
 // ApplyCommand applies command name to held, for a progressive strategy
@@ -37,27 +39,44 @@ type Commanded struct {
 //
 //   - pause and resume set Paused;
 //   - retry clears the failed hash (see Retry) and the failed analysis
-//     run with it, so that the revision is judged afresh;
-//   - promote and abort go to a progressive planner; on a rolling
-//     workload they accept or fail the verification of the revision
-//     that runs (see AnalysisRun.Decide), the one thing there is to
-//     decide;
+//     run with it, so that the revision is judged afresh; a workload
+//     with nothing failed keeps everything, an analysis under way too;
+//   - promote and abort go to a progressive planner; a promote lifts a
+//     pause first, as Argo Rollouts' does: the user asks the rollout to
+//     go on. On a rolling workload they accept or fail the verification
+//     of the revision that runs (see AnalysisRun.Decide), the one thing
+//     there is to decide;
 //   - anything else is ignored, and its Event says so.
+//
+// A command with nothing to act on changes nothing, and its Event says
+// why ("nothing to resume: the rollout is not paused").
 func ApplyCommand(name string, held Held, progressive bool) Commanded {
 	c := Commanded{Name: strings.TrimSpace(name), Held: held}
 	switch c.Name {
 	case "":
 	case contract.CommandPause:
 		c.Held.Paused, c.Did = true, "paused"
+		if held.Paused {
+			c.Did = "already paused"
+		}
 	case contract.CommandResume:
 		c.Held.Paused, c.Did = false, "resumed"
+		if !held.Paused {
+			c.Did = "nothing to resume: the rollout is not paused"
+		}
 	case contract.CommandRetry:
+		if held.Status.FailedHash == "" && held.Status.Phase != PhaseDegraded {
+			c.Did = fmt.Sprintf("nothing to retry: revision %d has not failed", held.Status.Revision)
+			break
+		}
 		c.Held.Status, c.Held.Run = Retry(held.Status), nil
 		c.Did = "cleared the failed template; the Git template goes out again"
 	case contract.CommandPromote, contract.CommandAbort:
 		promote := c.Name == contract.CommandPromote
 		if progressive {
 			c.Promote, c.Abort = promote, !promote
+			c.lifted = promote && held.Paused
+			c.Held.Paused = held.Paused && !promote
 			break
 		}
 		c.Held.Run = held.Run.Decide(held.Status.Hash, promote)
@@ -77,19 +96,24 @@ func ApplyCommand(name string, held Held, progressive bool) Commanded {
 
 // Describe says what the command did, for its Event: what ApplyCommand
 // said, else the planner's account acted of a promote or an abort, else
-// that there was nothing to do.
+// that there was nothing to do; a promote that lifted a pause says so
+// first ("lifted the pause; moved on from step 2/5").
 func (c Commanded) Describe(acted string) string {
+	did := c.Did
 	switch {
-	case c.Did != "":
-		return c.Did
+	case did != "":
 	case acted != "":
-		return acted
-	case c.Promote:
-		return "nothing to promote"
-	case c.Abort:
-		return "nothing to abort"
+		did = acted
+	case c.Promote || c.Abort:
+		did = "nothing to " + c.Name
+		if s := c.Held.Status; s.Phase == PhaseDegraded && s.FailedHash != "" && s.FailedHash == s.Hash {
+			did += fmt.Sprintf(": revision %d failed; a retry starts it again", s.Revision)
+		}
 	}
-	return ""
+	if c.lifted {
+		return "lifted the pause; " + did
+	}
+	return did
 }
 
 // lateCommand says what a pending promote or abort does once revision

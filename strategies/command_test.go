@@ -28,7 +28,7 @@ func TestApplyCommand(t *testing.T) {
 	}{
 		{"pause", false, true, h4, VerdictInconclusive, false, false, "paused"},
 		{"pause", true, true, h4, VerdictInconclusive, false, false, "paused"},
-		{" resume\n", true, false, h4, VerdictInconclusive, false, false, "resumed"},
+		{" resume\n", true, false, h4, VerdictInconclusive, false, false, "nothing to resume: the rollout is not paused"},
 		{"retry", false, false, "", "", false, false, "the Git template goes out again"},
 		{"retry", true, false, "", "", false, false, "the Git template goes out again"},
 		{"promote", false, false, h4, VerdictSuccessful, false, false, "accepted the verification of revision 4"},
