@@ -258,7 +258,8 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		return err
 	}
 	state := readState(primary.Annotations)
-	cmd := readCommand(primary, &recorded, &state)
+	on := commandOn(primary, bg.blue, bg.green)
+	cmd := readCommand(on, &recorded, &state)
 	if n, ok := blueGreenCount(bg); ok {
 		state.Replicas = n // the new color comes up to the count that serves
 	}
@@ -306,7 +307,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if plan.Pending {
 		out.cmd = strategies.Commanded{} // no Event until it acts
 	}
-	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, command: cmd.Name,
+	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, commandOn: on, command: cmd.Name,
 		services:   map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
 		autoscaler: autoscaler,
 		repairs: map[strategies.ServiceRole]bool{strategies.ServiceActive: bg.activeAstray(),

@@ -209,7 +209,8 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		return err
 	}
 	state := readState(cy.stable.Annotations)
-	cmd := readCommand(cy.stable, &recorded, &state)
+	on := commandOn(cy.stable, cy.canary)
+	cmd := readCommand(on, &recorded, &state)
 	n, autoscaled := cy.w.autoscaledCount(cy.stable)
 	if autoscaled {
 		state.Replicas = n // the HPA's count is the workload's total
@@ -248,7 +249,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	repair := cy.selectorAstray(recorded, observed.Step)
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
 		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
-		annotations: state.annotations(plan.Status), primary: cy.stable, command: cmd.Name,
+		annotations: state.annotations(plan.Status), primary: cy.stable, commandOn: on, command: cmd.Name,
 		written: func() {
 			c.report(ctx, cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,
 				rolledBack: newlyFailed(recorded, plan.Status) && autoRollback(cy.stable.Annotations) && !cmd.Abort})

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"plimsoll.dev/plimsoll/contract"
 )
 
@@ -47,5 +49,57 @@ func TestPromoteLiftsPause(t *testing.T) {
 	delete(before.Annotations, contract.AnnotationCommand)
 	if !maps.Equal(before.Annotations, after.Annotations) || before.Generation != after.Generation {
 		t.Errorf("resume with nothing paused changed the workload: annotations %v to %v", before.Annotations, after.Annotations)
+	}
+}
+
+// TestCommandOnAnotherDeployment: a command goes on the workload's
+// primary, but one set by hand on the Deployment that runs the new
+// revision (the canary, the preview color), where a user looking at it
+// puts it, is the workload's all the same: it acts at once and is
+// cleared from where it was, not left to act later (a preview color's
+// once it serves).
+func TestCommandOnAnotherDeployment(t *testing.T) {
+	canarySteps := maps.Clone(canaryAnnotations)
+	canarySteps[contract.AnnotationSteps] = "25%, pause, 100%"
+	manual := maps.Clone(blueGreenAnnotations)
+	manual[contract.AnnotationAutoPromote] = "false"
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		on, primary string
+		// acted reports whether the promote acted, from the primary.
+		acted func(k *cluster) bool
+	}{
+		{"canary", canarySteps, "api-canary", "api", func(k *cluster) bool {
+			return k.deployment("api").Annotations[contract.AnnotationStep] != "2"
+		}},
+		{"blue-green preview", manual, "api-green", "api-blue", func(k *cluster) bool {
+			svc, err := k.client.CoreV1().Services("shop").Get(k.ctx, "api", metav1.GetOptions{})
+			return err == nil && svc.Spec.Selector[contract.LabelColor] == "green"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newCluster(t, "api")
+			k.toV2(tt.annotations)
+			k.untilQuiet()
+			if phase := k.deployment(tt.primary).Annotations[contract.AnnotationPhase]; phase != contract.PhasePaused {
+				t.Fatalf("before the command: %s, want Paused, waiting for promote", phase)
+			}
+			sendCommand(t, k, tt.on, contract.CommandPromote)
+			k.round()
+			if !tt.acted(k) {
+				t.Errorf("a promote on %s did not act", tt.on)
+			}
+			for _, name := range []string{tt.on, tt.primary} {
+				if d := k.lookUp(name); d != nil && d.Annotations[contract.AnnotationCommand] != "" {
+					t.Errorf("%s still carries command %q after it acted", name, d.Annotations[contract.AnnotationCommand])
+				}
+			}
+			k.untilQuiet()
+			if phase := k.deployment(tt.primary).Annotations[contract.AnnotationPhase]; phase == contract.PhaseDegraded {
+				t.Errorf("after the promote: %s", phase)
+			}
+		})
 	}
 }

@@ -25,10 +25,14 @@ type execution struct {
 	// annotations are the status and step state every write with Status
 	// records.
 	annotations map[string]string
-	// primary carries the workload's state and commands; command is the
-	// command on it that the plan acted on, "" for none.
-	primary *appsv1.Deployment
-	command string
+	// primary carries the workload's state; commandOn carries the
+	// command the plan acted on (see commandOn), the primary when there
+	// is none; command is that command, "" for none. cleared records
+	// that a write has removed it.
+	primary   *appsv1.Deployment
+	commandOn *appsv1.Deployment
+	command   string
+	cleared   bool
 	// autoscaler is the workload's HorizontalPodAutoscaler, nil for
 	// none: an ActionRetarget points it elsewhere.
 	autoscaler *autoscalingv2.HorizontalPodAutoscaler
@@ -56,9 +60,7 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			err = c.steer(ctx, x.w, x.services[a.Service], selectorChange{set: map[string]string{a.Key: a.Value}, drop: a.Drop, keep: a.Keep,
 				repair: x.repairs[a.Service]})
 		case strategies.ActionClearCommand:
-			if x.primary != nil && x.command != "" {
-				err = c.clearCommand(ctx, x.primary, x.command)
-			}
+			err = c.clearActedCommand(ctx, x)
 		case strategies.ActionHoldOut:
 			err = c.holdOut(ctx, x.w, a.ReplicaSet, a.Key, a.Value, false)
 		case strategies.ActionRestore:
@@ -97,8 +99,9 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if a.Status {
 		stamp(want, x.annotations, a.Role)
 	}
-	if a.ClearCommand && live == x.primary {
-		// Only the primary's command is read, and acted on.
+	clears := a.ClearCommand && live == x.commandOn && !x.cleared
+	if clears {
+		// Only the command acted on is cleared, once.
 		delete(want.Annotations, contract.AnnotationCommand)
 	}
 	if a.Replicas != nil {
@@ -119,12 +122,38 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if err := c.writeDeployment(ctx, x.w.cached(live), want); err != nil {
 		return err
 	}
+	x.cleared = x.cleared || clears
 	if err := c.mirror(ctx, x.w, want); err != nil {
 		return err
+	}
+	if a.ClearCommand && live == x.primary {
+		// The plan clears the command with the primary's write; one that
+		// came on another Deployment is cleared there, after it.
+		if err := c.clearActedCommand(ctx, x); err != nil {
+			return err
+		}
 	}
 	if live == x.primary && x.written != nil {
 		x.written()
 		x.written = nil
 	}
+	return nil
+}
+
+// clearActedCommand removes the command the plan acted on from the
+// Deployment that carries it, unless a write has removed it already or
+// there is none.
+func (c *Controller) clearActedCommand(ctx context.Context, x *execution) error {
+	if x.cleared || x.command == "" || x.commandOn == nil {
+		return nil
+	}
+	raw, ok := x.commandOn.Annotations[contract.AnnotationCommand]
+	if !ok {
+		return nil
+	}
+	if err := c.clearCommand(ctx, x.commandOn, raw); err != nil {
+		return err
+	}
+	x.cleared = true
 	return nil
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,14 +94,33 @@ func recordedAtRest(d *appsv1.Deployment) bool {
 	return err == nil && st.AtRest()
 }
 
-// readCommand reads the command on a progressive workload's primary
-// Deployment and applies it to the recorded status and state (see
-// strategies.ApplyCommand); promote and abort are for the planner.
-func readCommand(primary *appsv1.Deployment, st *strategies.Status, s *workloadState) strategies.Commanded {
-	cmd := strategies.ApplyCommand(annotationsOf(primary)[contract.AnnotationCommand],
+// readCommand reads the command on Deployment on (see commandOn) and
+// applies it to the recorded status and state of a progressive workload
+// (see strategies.ApplyCommand); promote and abort are for the planner.
+func readCommand(on *appsv1.Deployment, st *strategies.Status, s *workloadState) strategies.Commanded {
+	cmd := strategies.ApplyCommand(annotationsOf(on)[contract.AnnotationCommand],
 		strategies.Held{Status: *st, Paused: s.Paused, Run: s.Run}, true)
 	*st, s.Paused, s.Run = cmd.Held.Status, cmd.Held.Paused, cmd.Held.Run
 	return cmd
+}
+
+// commandOn returns the Deployment whose plimsoll.dev/command a
+// progressive workload's reconcile acts on: the primary's, else the
+// first of the workload's other Deployments that carries one, else the
+// primary. Commands go on the primary, but one set on the Deployment a
+// user sees running the new revision (the canary, the preview color) is
+// meant for the workload all the same: left there, it was ignored, and
+// on a preview color it acted much later, once that color served.
+func commandOn(primary *appsv1.Deployment, others ...*appsv1.Deployment) *appsv1.Deployment {
+	if annotationsOf(primary)[contract.AnnotationCommand] != "" {
+		return primary
+	}
+	for _, d := range others {
+		if d != nil && d != primary && strings.TrimSpace(d.Annotations[contract.AnnotationCommand]) != "" {
+			return d
+		}
+	}
+	return primary
 }
 
 // writeStatus replaces the status annotations of d with s's.
