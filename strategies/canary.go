@@ -219,18 +219,14 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		plan.Restore, plan.DeleteReplicaSets = heldOut(o.ReplicaSets, o.Stable)
 	}
 	// A hand-over under way goes through whatever else changed (a new
-	// revision, an abort): the canary's pods serve, the stable runs none
-	// of its own.
-	switch {
-	case handingOver(o):
+	// revision, an abort, a pause): the canary's pods serve, the stable
+	// runs none of its own.
+	if stage := handOverStage(o, n, revision); stage != nil {
 		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
-		return planHandOver(plan, o, n, revision)
-	case handedOver(o):
-		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
-		return planHandedOver(plan, o, revision)
-	case adopting(o):
-		plan.Acted = lateCommand(o.Promote, o.Abort, decision.Revision, "is being promoted")
-		return planAdoption(plan, o, revision)
+		if plan.Acted == "" && o.Paused {
+			plan.Acted = fmt.Sprintf("revision %d is being promoted: its hand-over finishes first", decision.Revision)
+		}
+		return stage(plan)
 	}
 	inFlight := o.Stable != nil && hashOf(o.Stable) != desired.Hash
 	// why says what failed the revision in this plan, for the message.
@@ -453,6 +449,20 @@ func reported(d *appsv1.Deployment, available int32) bool {
 	}
 	st, want := d.Status, liveReplicas(d)
 	return st.Replicas == want && st.UpdatedReplicas == want && st.AvailableReplicas >= available
+}
+
+// handOverStage returns the planner of the hand-over stage o is at (see
+// planHandOver), nil when no hand-over is under way.
+func handOverStage(o CanaryObserved, n int32, revision string) func(CanaryPlan) CanaryPlan {
+	switch {
+	case handingOver(o):
+		return func(p CanaryPlan) CanaryPlan { return planHandOver(p, o, n, revision) }
+	case handedOver(o):
+		return func(p CanaryPlan) CanaryPlan { return planHandedOver(p, o, revision) }
+	case adopting(o):
+		return func(p CanaryPlan) CanaryPlan { return planAdoption(p, o, revision) }
+	}
+	return nil
 }
 
 // waitsForPromote reports whether step i of steps is a pause without a

@@ -97,10 +97,14 @@ func ApplyCommand(name string, held Held, progressive bool) Commanded {
 // Describe says what the command did, for its Event: what ApplyCommand
 // said, else the planner's account acted of a promote or an abort, else
 // that there was nothing to do; a promote that lifted a pause says so
-// first ("lifted the pause; moved on from step 2/5").
+// first ("lifted the pause; moved on from step 2/5"), and a pause that a
+// canary's hand-over goes through says so after ("paused; revision 4 is
+// being promoted: its hand-over finishes first").
 func (c Commanded) Describe(acted string) string {
 	did := c.Did
 	switch {
+	case did != "" && c.Name == contract.CommandPause && acted != "":
+		did += "; " + acted // a pause the hand-over goes through
 	case did != "":
 	case acted != "":
 		did = acted

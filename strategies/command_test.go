@@ -84,3 +84,31 @@ func TestApplyCommand(t *testing.T) {
 		t.Errorf("Describe = %q, want nothing to promote", d)
 	}
 }
+
+// TestDescribe: the Event of a command says what ApplyCommand did, else
+// what the planner did; a pause the planner went through (a canary's
+// hand-over) says both, a promote that lifted a pause says so first.
+func TestDescribe(t *testing.T) {
+	healthy := Held{Status: Status{Phase: PhaseHealthy, Revision: 4, Hash: h4}}
+	paused := healthy
+	paused.Paused = true
+	tests := []struct {
+		command string
+		held    Held
+		acted   string
+		want    string
+	}{
+		{"pause", healthy, "revision 4 is being promoted: its hand-over finishes first",
+			"paused; revision 4 is being promoted: its hand-over finishes first"},
+		{"pause", healthy, "", "paused"},
+		{"resume", paused, "revision 4 is being promoted: its hand-over finishes first", "resumed"},
+		{"promote", paused, "moved on from step 2/5", "lifted the pause; moved on from step 2/5"},
+		{"promote", healthy, "", "nothing to promote"},
+		{"abort", healthy, "aborted revision 4", "aborted revision 4"},
+	}
+	for _, tt := range tests {
+		if got := ApplyCommand(tt.command, tt.held, true).Describe(tt.acted); got != tt.want {
+			t.Errorf("%s (paused %v), the planner having %q: %q, want %q", tt.command, tt.held.Paused, tt.acted, got, tt.want)
+		}
+	}
+}
