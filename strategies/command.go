@@ -61,7 +61,12 @@ func ApplyCommand(name string, held Held, progressive bool) Commanded {
 		}
 	case contract.CommandResume:
 		c.Held.Paused, c.Did = false, "resumed"
-		if !held.Paused {
+		switch {
+		case held.Paused:
+		case held.Status.Phase == PhasePaused:
+			// A step's pause, or an analysis's inconclusive verdict.
+			c.Did = "nothing to resume: the rollout waits for promote or abort"
+		default:
 			c.Did = "nothing to resume: the rollout is not paused"
 		}
 	case contract.CommandRetry:

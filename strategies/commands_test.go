@@ -27,6 +27,7 @@ type commandRow struct {
 const (
 	aborted       = "aborted revision 4"
 	notPaused     = "nothing to resume: the rollout is not paused"
+	notResumable  = "nothing to resume: the rollout waits for promote or abort"
 	notFailed     = "nothing to retry: revision 4 has not failed"
 	retried       = "cleared the failed template; the Git template goes out again"
 	tooLate       = "too late to abort: revision 4 is promoted; commit the previous revision to Git to go back"
@@ -95,10 +96,10 @@ func TestCanaryCommands(t *testing.T) {
 			{contract.CommandAbort, commandWant{degraded, aborted}, commandWant{degraded, aborted}},
 			{contract.CommandRetry, commandWant{progressing, notFailed}, commandWant{paused, notFailed}},
 		}},
-		{canaryCase{name: "waiting for promote", recorded: progressing4, stable: stableDeploy(v3, sized(3)),
+		{canaryCase{name: "waiting for promote", recorded: waiting(progressing4, "canary step 2/5: 25% (1/4 pods serving); waiting for promote"), stable: stableDeploy(v3, sized(3)),
 			canary: canaryDeploy(v4, sized(1)), pods: []Pod{serving("c0")}, step: 1, now: time.Hour}, []commandRow{
 			{contract.CommandPause, commandWant{paused, "paused"}, commandWant{paused, "already paused"}},
-			{contract.CommandResume, commandWant{paused, notPaused}, commandWant{paused, "resumed"}},
+			{contract.CommandResume, commandWant{paused, notResumable}, commandWant{paused, "resumed"}},
 			{contract.CommandPromote, commandWant{progressing, "moved on from step 2/5"}, commandWant{progressing, lifted + "moved on from step 2/5"}},
 			{contract.CommandAbort, commandWant{degraded, aborted}, commandWant{degraded, aborted}},
 			{contract.CommandRetry, commandWant{paused, notFailed}, commandWant{paused, notFailed}},
@@ -155,9 +156,10 @@ func TestBlueGreenCommands(t *testing.T) {
 			{contract.CommandAbort, commandWant{degraded, aborted}, commandWant{degraded, aborted}},
 			{contract.CommandRetry, commandWant{progressing, notFailed}, commandWant{paused, notFailed}},
 		}, contract.CommandPromote},
-		{blueGreenCase{name: "waiting for promote", recorded: progressing4, blue: blue, green: green, active: ColorBlue}, []commandRow{
+		{blueGreenCase{name: "waiting for promote", recorded: waiting(progressing4, "revision 4 (commit def5678) ready on green; waiting for promote"),
+			blue: blue, green: green, active: ColorBlue}, []commandRow{
 			{contract.CommandPause, commandWant{paused, "paused"}, commandWant{paused, "already paused"}},
-			{contract.CommandResume, commandWant{paused, notPaused}, commandWant{paused, "resumed"}},
+			{contract.CommandResume, commandWant{paused, notResumable}, commandWant{paused, "resumed"}},
 			{contract.CommandPromote, commandWant{progressing, "promoted green"}, commandWant{progressing, lifted + "promoted green"}},
 			{contract.CommandAbort, commandWant{degraded, aborted}, commandWant{degraded, aborted}},
 			{contract.CommandRetry, commandWant{paused, notFailed}, commandWant{paused, notFailed}},
@@ -202,6 +204,13 @@ func TestBlueGreenCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waiting is s recorded Paused with message m: a rollout that waits for
+// promote.
+func waiting(s Status, m string) Status {
+	s.Phase, s.Message = PhasePaused, m
+	return s
 }
 
 // commandNames are the commands a user may issue.
