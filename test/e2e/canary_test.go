@@ -315,3 +315,31 @@ func TestCanaryPauseResume(t *testing.T) {
 	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
 }
+
+// TestCanaryPromoteOnTheCanary pauses a canary waiting for promote, then
+// sets promote by hand on api-canary, the Deployment running the new
+// revision, rather than on api: the promote is the workload's all the
+// same, lifts the pause and moves on, its Event says so, and it leaves
+// neither Deployment.
+func TestCanaryPromoteOnTheCanary(t *testing.T) {
+	s := newSyncTarget(t)
+	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, pause, 100%"`}
+	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	waitForDeployment(t, s.ns, "api", "waiting for promote", phaseIs(2, "Paused", "canary step 2/3", "waiting for promote"))
+	command(t, s.ns, "api", "pause")
+	waitForDeployment(t, s.ns, "api", "paused", phaseIs(2, "Paused", "canary step 2/3", "; paused"))
+	command(t, s.ns, "api-canary", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	checkPods(t, s.ns, "app=api", 4, "registry.example/api:v2")
+	if !hasEvent(t, s.ns, "api", "Command", "lifted the pause; moved on from step 2/3") {
+		t.Error("no Command Event on api saying the promote lifted the pause and moved on")
+	}
+	for _, name := range []string{"api", "api-canary"} {
+		if cmd, ok := getDeployment(t, s.ns, name).Annotations["plimsoll.dev/command"]; ok {
+			t.Errorf("%s still carries command %q", name, cmd)
+		}
+	}
+}
