@@ -37,19 +37,27 @@ const (
 	lifted        = "lifted the pause; "
 )
 
+// planned is what a plan makes of a command: its status, what it says
+// it did, and its actions.
+type planned struct {
+	status  Status
+	acted   string
+	actions []Action
+}
+
 // planWith applies command name to a workload recorded as recorded,
-// paused or not, and plans it with plan; it returns the plan's status, its
-// actions and the command's Event.
-func planWith[P any](name string, recorded Status, paused bool, plan func(Status, Commanded) P, status func(P) (Status, string, []Action)) (Status, []Action, string) {
+// paused or not, and plans it with plan; it returns the plan and the
+// command's Event.
+func planWith(name string, recorded Status, paused bool, plan func(Status, Commanded) planned) (planned, string) {
 	cmd := ApplyCommand(name, Held{Status: recorded, Paused: paused}, true)
-	st, acted, actions := status(plan(cmd.Held.Status, cmd))
-	return st, actions, cmd.Describe(acted)
+	p := plan(cmd.Held.Status, cmd)
+	return p, cmd.Describe(p.acted)
 }
 
 // checkCommands plans every row at one stage and compares it with the
 // row's want. A command that says it had nothing to do must also plan
 // exactly what no command plans.
-func checkCommands[P any](t *testing.T, recorded Status, rows []commandRow, plan func(Status, Commanded) P, status func(P) (Status, string, []Action)) {
+func checkCommands(t *testing.T, recorded Status, rows []commandRow, plan func(Status, Commanded) planned) {
 	t.Helper()
 	for _, r := range rows {
 		for _, paused := range []bool{false, true} {
@@ -57,14 +65,15 @@ func checkCommands[P any](t *testing.T, recorded Status, rows []commandRow, plan
 			if paused {
 				want = r.paused
 			}
-			st, actions, event := planWith(r.command, recorded, paused, plan, status)
-			if st.Phase != want.phase || event != want.event {
-				t.Errorf("%s (paused %v): phase %s, Event %q; want %s, %q (message %q)", r.command, paused, st.Phase, event, want.phase, want.event, st.Message)
+			got, event := planWith(r.command, recorded, paused, plan)
+			if got.status.Phase != want.phase || event != want.event {
+				t.Errorf("%s (paused %v): phase %s, Event %q; want %s, %q (message %q)", r.command, paused, got.status.Phase, event, want.phase, want.event, got.status.Message)
 			}
 			if strings.HasPrefix(event, "nothing to") || strings.HasPrefix(event, "already") {
-				none, noActions, _ := planWith("", recorded, paused, plan, status)
-				if none != st || !reflect.DeepEqual(noActions, actions) {
-					t.Errorf("%s (paused %v) did nothing, but planned %+v, %+v; want what no command plans: %+v, %+v", r.command, paused, st, actions, none, noActions)
+				none, _ := planWith("", recorded, paused, plan)
+				if none.status != got.status || !reflect.DeepEqual(none.actions, got.actions) {
+					t.Errorf("%s (paused %v) did nothing, but planned %+v, %+v; want what no command plans: %+v, %+v",
+						r.command, paused, got.status, got.actions, none.status, none.actions)
 				}
 			}
 		}
@@ -123,11 +132,11 @@ func TestCanaryCommands(t *testing.T) {
 		t.Run(s.stage.name, func(t *testing.T) {
 			s.stage.desired = &manual
 			desired, recorded, o := s.stage.inputs()
-			plan := func(st Status, cmd Commanded) CanaryPlan {
+			checkCommands(t, recorded, s.rows, func(st Status, cmd Commanded) planned {
 				o.Paused, o.Promote, o.Abort = cmd.Held.Paused, cmd.Promote, cmd.Abort
-				return PlanCanary(desired, st, o)
-			}
-			checkCommands(t, recorded, s.rows, plan, func(p CanaryPlan) (Status, string, []Action) { return p.Status, p.Acted, p.Actions })
+				p := PlanCanary(desired, st, o)
+				return planned{p.Status, p.Acted, p.Actions}
+			})
 		})
 	}
 }
@@ -195,7 +204,10 @@ func TestBlueGreenCommands(t *testing.T) {
 				o.Paused, o.Promote, o.Abort = cmd.Held.Paused, cmd.Promote, cmd.Abort
 				return PlanBlueGreen(desired, st, o)
 			}
-			checkCommands(t, recorded, s.rows, plan, func(p BlueGreenPlan) (Status, string, []Action) { return p.Status, p.Acted, p.Actions })
+			checkCommands(t, recorded, s.rows, func(st Status, cmd Commanded) planned {
+				p := plan(st, cmd)
+				return planned{p.Status, p.Acted, p.Actions}
+			})
 			for _, name := range commandNames {
 				cmd := ApplyCommand(name, Held{Status: recorded}, true)
 				if got := plan(cmd.Held.Status, cmd).Pending; got != (name == s.pending) {
