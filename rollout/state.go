@@ -112,11 +112,14 @@ func readCommand(on *appsv1.Deployment, st *strategies.Status, s *workloadState)
 // meant for the workload all the same: left there, it was ignored, and
 // on a preview color it acted much later, once that color served.
 func commandOn(primary *appsv1.Deployment, others ...*appsv1.Deployment) *appsv1.Deployment {
-	if annotationsOf(primary)[contract.AnnotationCommand] != "" {
+	carries := func(d *appsv1.Deployment) bool {
+		return strings.TrimSpace(annotationsOf(d)[contract.AnnotationCommand]) != ""
+	}
+	if carries(primary) {
 		return primary
 	}
 	for _, d := range others {
-		if d != nil && d != primary && strings.TrimSpace(d.Annotations[contract.AnnotationCommand]) != "" {
+		if d != primary && carries(d) {
 			return d
 		}
 	}
