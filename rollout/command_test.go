@@ -15,10 +15,8 @@ import (
 // the write that clears the command; a resume after that has nothing to
 // resume and changes nothing.
 func TestPromoteLiftsPause(t *testing.T) {
-	annotations := maps.Clone(canaryAnnotations)
-	annotations[contract.AnnotationSteps] = "25%, pause, 100%"
 	k := newCluster(t, "api")
-	k.toV2(annotations)
+	k.toV2(canaryWithSteps("25%, pause, 100%"))
 	k.untilQuiet()
 	if a := k.deployment("api").Annotations; a[contract.AnnotationPhase] != contract.PhasePaused || a[contract.AnnotationStep] != "2" {
 		t.Fatalf("before the commands: phase %s at step %s, want Paused at step 2 (waiting for promote)", a[contract.AnnotationPhase], a[contract.AnnotationStep])
@@ -59,8 +57,6 @@ func TestPromoteLiftsPause(t *testing.T) {
 // cleared from where it was, not left to act later (a preview color's
 // once it serves).
 func TestCommandOnAnotherDeployment(t *testing.T) {
-	canarySteps := maps.Clone(canaryAnnotations)
-	canarySteps[contract.AnnotationSteps] = "25%, pause, 100%"
 	manual := maps.Clone(blueGreenAnnotations)
 	manual[contract.AnnotationAutoPromote] = "false"
 	tests := []struct {
@@ -70,7 +66,7 @@ func TestCommandOnAnotherDeployment(t *testing.T) {
 		// acted reports whether the promote acted, from the primary.
 		acted func(k *cluster) bool
 	}{
-		{"canary", canarySteps, "api-canary", "api", func(k *cluster) bool {
+		{"canary", canaryWithSteps("25%, pause, 100%"), "api-canary", "api", func(k *cluster) bool {
 			return k.deployment("api").Annotations[contract.AnnotationStep] != "2"
 		}},
 		{"blue-green preview", manual, "api-green", "api-blue", func(k *cluster) bool {

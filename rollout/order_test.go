@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -151,10 +150,8 @@ func TestCanaryStepOrder(t *testing.T) {
 // aborts: the canary pods are unlabelled first, so they stop serving at
 // once, then stable goes back to 4 and the canary to 0.
 func TestCanaryAbortOrder(t *testing.T) {
-	held := maps.Clone(canaryAnnotations)
-	held[contract.AnnotationSteps] = "50%, pause, 100%"
 	k := newCluster(t, "api")
-	k.toV2(held)
+	k.toV2(canaryWithSteps("50%, pause, 100%"))
 	k.untilQuiet()
 	if d := k.deployment("api"); d.Annotations[contract.AnnotationPhase] != contract.PhasePaused || *d.Spec.Replicas != 2 {
 		t.Fatalf("api %s at %d replicas, want Paused at 2", d.Annotations[contract.AnnotationPhase], *d.Spec.Replicas)

@@ -29,6 +29,13 @@ var (
 		contract.AnnotationStrategy: contract.StrategyBlueGreen, contract.AnnotationActiveService: "api", contract.AnnotationScaleDownDelay: "0s"}
 )
 
+// canaryWithSteps is canaryAnnotations with steps in place of its own.
+func canaryWithSteps(steps string) map[string]string {
+	a := maps.Clone(canaryAnnotations)
+	a[contract.AnnotationSteps] = steps
+	return a
+}
+
 // TestUnchangedWorkloadMakesNoRequest: a blue-green and a canary workload
 // are handed over and reconciled until they are Healthy (the fake API
 // server standing in for the Deployment controller); from then on, a
@@ -78,10 +85,8 @@ func TestUnchangedWorkloadMakesNoRequest(t *testing.T) {
 // writes a Deployment twice, and a step that ends starts the next in the
 // same write (the step recorded is always the one the message names).
 func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
-	annotations := maps.Clone(canaryAnnotations)
-	annotations[contract.AnnotationSteps] = "25%, pause 1s, 50%, pause 1s, 100%"
 	k := newCluster(t, "api")
-	k.toV2(annotations)
+	k.toV2(canaryWithSteps("25%, pause 1s, 50%, pause 1s, 100%"))
 	for i := range 30 {
 		r := k.round()
 		if len(r) == 0 {
@@ -210,10 +215,8 @@ func TestNoCopyBeforeRevision(t *testing.T) {
 // 2, 0 and the canary 1, 2, 4 that way; the canary's first pod, whose
 // ReplicaSet the Deployment controller has yet to make, is its to make.
 func TestCountMirroredToReplicaSet(t *testing.T) {
-	annotations := maps.Clone(canaryAnnotations)
-	annotations[contract.AnnotationSteps] = "25%, pause 1s, 50%, pause 1s, 100%"
 	k := newCluster(t, "api")
-	k.toV2(annotations)
+	k.toV2(canaryWithSteps("25%, pause 1s, 50%, pause 1s, 100%"))
 	scaled := map[string][]int32{}
 	for range 30 {
 		r := k.round()
