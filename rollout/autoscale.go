@@ -24,10 +24,11 @@ import (
 //	canary: the HPA keeps targeting the stable Deployment <name>, and its
 //	    count is the workload's total. The controller never writes the
 //	    stable's count: at weight w the canary runs ceil(w·total/100) pods,
-//	    and as many stable pods leave the Service (they lose
-//	    plimsoll.dev/serving) as canary pods join it, so the Service serves
-//	    the total, the canary's share w. Those stable pods keep running
-//	    until the promotion replaces them or an abort labels them again.
+//	    and a stable pod leaves the Service (loses plimsoll.dev/serving)
+//	    for each canary pod that joins it, down to the stable's share,
+//	    ceil((100-w)·total/100), so the Service serves the total or one
+//	    more, the canary's share w. Those stable pods keep running until
+//	    the promotion replaces them or an abort labels them again.
 //	blue-green: the HPA targets the active color. The new color is brought
 //	    up to the active color's count, and at the swap the controller
 //	    points the HPA at the new active color; the sync keeps that

@@ -343,7 +343,10 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	weight := weightAt(steps, k)
 	c := CanaryReplicas(weight, n)
 	serving := label(&plan, o.Pods, c, hashOf(o.Canary))
-	stable := max(n-serving, 0)
+	// The stable gives up a pod for each canary pod that serves, down to
+	// its own share: at 25% of 1, the canary's pod serves beside the
+	// stable's (1-1 = 0 would send it all the traffic).
+	stable := max(n-serving, StableReplicas(weight, n))
 	// A pod taken out of traffic by hand keeps running but does not count:
 	// the canary gets one more pod for each, to be labelled in its place.
 	size := c + unlabelled(o.Pods)

@@ -9,7 +9,8 @@ import (
 // TestPlanCanaryAutoscaled works the canary of a workload whose stable
 // Deployment an HPA scales: the HPA's count is the total, the stable's
 // count is never written, and the canary's share is made in the Service.
-// At 25% of 6: ceil(1.5) = 2 canary pods serve, and 4 of the 6 stable pods.
+// At 25% of 6: ceil(1.5) = 2 canary pods serve, and ceil(4.5) = 5 of the 6
+// stable pods.
 func TestPlanCanaryAutoscaled(t *testing.T) {
 	six := []Pod{serving("s0"), serving("s1"), serving("s2"), serving("s3"), serving("s4"), serving("s5")}
 	desired := canaryDesired(6, "25%, pause")
@@ -27,14 +28,14 @@ func TestPlanCanaryAutoscaled(t *testing.T) {
 			words: []string{"going to 25% (2/6 pods)"},
 		},
 		{
-			name: "two canary pods Ready: they join, then two stable pods leave",
+			name: "two canary pods Ready: they join, then one stable pod leaves",
 			o:    observe(six, ready("c0"), ready("c1")), canary: 2,
-			label: []string{"c0", "c1"}, unlabel: []string{"s5", "s4"},
+			label: []string{"c0", "c1"}, unlabel: []string{"s5"},
 			words: []string{"(2/6 pods serving)"},
 		},
 		{
 			// s6 and s7 are the HPA's new pods, not Ready yet: s4 and s5,
-			// taken out at 6, serve again.
+			// out of the Service, serve again (ceil(75*8/100) = 6).
 			name: "the HPA scaled 6 to 8 mid-step: ceil(25*8/100) = 2 canary pods, 6 stable pods serve",
 			o: func() CanaryObserved {
 				o := observe(append(slices.Clone(six[:4]), ready("s4"), ready("s5"), servingNotReady("s6"), servingNotReady("s7")), serving("c0"), serving("c1"))

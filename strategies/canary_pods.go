@@ -135,8 +135,8 @@ func stableCount(desired CanaryDesired, n int32) *int32 {
 
 // serveStable plans the serving labels of the stable pods of an
 // autoscaled workload so that want of them serve (see balance). With an
-// HPA at 6 and the canary at 25%, 2 canary pods serve and 4 of the 6
-// stable pods; the other 2 keep running outside the Service.
+// HPA at 6 and the canary at 25%, 2 canary pods serve and ceil(4.5) = 5
+// of the 6 stable pods; the sixth keeps running outside the Service.
 func serveStable(plan *CanaryPlan, pods []Pod, want int32) int32 {
 	always := func(Pod) bool { return true }
 	return balance(plan, pods, want, always, always)

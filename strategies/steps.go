@@ -172,3 +172,24 @@ func CanaryReplicas(weight, replicas int32) int32 {
 	// ceil(w*N/100) = (w*N + 99) / 100 for w*N >= 0.
 	return int32((int64(weight)*int64(replicas) + 99) / 100)
 }
+
+// StableReplicas is the number of stable pods that serve beside the
+// canary at weight percent of replicas: the stable's share, 100-weight
+// percent, rounded up as the canary's is, so that below 100% the stable
+// always serves. N or N+1 pods serve in all, the canary's share never
+// above what the rounding of its own count gives. Worked through:
+//
+//	25% of 4    3 stable, 1 canary: 4 serve, the canary 1 of 4
+//	25% of 1    ceil(0.75) = 1 stable, 1 canary: 2 serve, the canary 1 of 2
+//	            (the stable's count left over, 1-1 = 0, gave it all)
+//	50% of 3    ceil(1.5)  = 2 stable, 2 canary: 4 serve
+//	25% of 10   ceil(7.5)  = 8 stable, 3 canary: 11 serve, 27% (not 30%)
+//	100% of 4   0
+//
+// Weight 0 is every replica; replicas 0 or fewer is 0.
+func StableReplicas(weight, replicas int32) int32 {
+	if replicas <= 0 {
+		return 0
+	}
+	return CanaryReplicas(100-max(weight, 0), replicas)
+}

@@ -343,3 +343,37 @@ func TestCanaryPromoteOnTheCanary(t *testing.T) {
 		}
 	}
 }
+
+// TestCanaryOneReplica rolls a canary of one replica with steps "25%,
+// pause, 100%": at 25% the canary's one pod serves beside the stable's
+// (the stable's share, ceil(0.75) = 1, rounds up as the canary's does),
+// never in its place, and the promotion leaves one pod of the new
+// template. The Service never has fewer than one ready endpoint.
+func TestCanaryOneReplica(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	one := []string{"replicas: 4", "replicas: 1", `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 100%"`}
+	s.repo.commit("api v1", canaryExample(t, "v1", one...))
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	endpoints.waitReady(t, "1 stable endpoint", func(pods []string) bool { return len(pods) == 1 })
+	mark := endpoints.mark()
+
+	s.repo.commit("api v2", canaryExample(t, "v2", one...))
+	waitForDeployment(t, s.ns, "api", "step 2/3 waiting for promote",
+		phaseIs(2, "Paused", "canary step 2/3: 25% (1/1 pods serving); waiting for promote"))
+	checkServing(t, endpoints, 1, 2)
+	if d := getDeployment(t, s.ns, "api"); *d.Spec.Replicas != 1 {
+		t.Errorf("the stable asks for %d pods at 25%%, want its share, 1", *d.Spec.Replicas)
+	}
+
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+	checkPods(t, s.ns, "app=api", 1, "registry.example/api:v2")
+	if n, pods := endpoints.minReadySince(mark); n < 1 {
+		t.Errorf("the Service had %d ready endpoints during the rollout (%v), want never none; history:\n%s",
+			n, pods, strings.Join(endpoints.history(mark), "\n"))
+	}
+}
