@@ -66,6 +66,9 @@ const (
 	// autoscalerManager is the field manager of the count a
 	// HorizontalPodAutoscaler sets (the controller manager's).
 	autoscalerManager = "kube-controller-manager"
+	// outOfServiceCost is the deletion cost of a pod the controller took
+	// out of the Service (see labelPod): below the 0 every other pod has.
+	outOfServiceCost = "-1"
 
 	// DefaultWorkers is how many workloads are reconciled at once.
 	DefaultWorkers = 4

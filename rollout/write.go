@@ -37,15 +37,19 @@ func (c *Controller) clearCommand(ctx context.Context, d *appsv1.Deployment, cmd
 }
 
 // labelPod sets plimsoll.dev/serving on a pod to *value, with
-// plimsoll.dev/served, or removes both when value is nil. A pod gone
+// plimsoll.dev/served, or removes both when value is nil. A pod taken
+// out also gets the lowest deletion cost of its ReplicaSet's pods
+// (controller.kubernetes.io/pod-deletion-cost, which the others leave
+// at 0), so that when its ReplicaSet shrinks it deletes the pod out of
+// the Service, not one that serves; a pod put back loses it. A pod gone
 // meanwhile is no error: its replacement is labelled when Ready.
 func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string) error {
-	v := "null"
+	v, cost := "null", fmt.Sprintf("%q", outOfServiceCost)
 	if value != nil {
-		v = fmt.Sprintf("%q", *value)
+		v, cost = fmt.Sprintf("%q", *value), "null"
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`,
-		contract.LabelServing, v, contract.AnnotationServed, v)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s,%q:%s}}}`,
+		contract.LabelServing, v, contract.AnnotationServed, v, corev1.PodDeletionCost, cost)
 	out, err := c.writerOfPod(ns, pod).CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsNotFound(err):

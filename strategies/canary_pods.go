@@ -95,6 +95,57 @@ func balance(plan *CanaryPlan, pods []Pod, want int32, may, keep func(Pod) bool)
 	return int32(len(serving))
 }
 
+// lowering returns how many canary pods are to serve at a step of c
+// canary pods and a stable share of share: c, or, while more serve (a
+// step that lowers the weight, "50%, 25%"), as many as serve until the
+// stable serves its share. At 25% of 4 after 50%: 2 canary pods serve
+// on while the stable goes from 2 to 3, then one leaves; taking it out
+// first left 3 serving until the stable's third pod was Ready.
+func lowering(desired CanaryDesired, o CanaryObserved, c, share int32) int32 {
+	now := servingNow(o.Pods)
+	if now <= c {
+		return c
+	}
+	if desired.Autoscaled {
+		if servingNow(o.StablePods) >= share {
+			return c
+		}
+		return now
+	}
+	if stableAt(o.Stable, share, o.ReplicaSets) {
+		return c
+	}
+	return now
+}
+
+// servingNow counts the pods that serve: Ready, labelled and not being
+// deleted.
+func servingNow(pods []Pod) int32 {
+	var n int32
+	for _, p := range pods {
+		if p.Ready && p.Serving && !p.Deleting {
+			n++
+		}
+	}
+	return n
+}
+
+// leaving counts the pods of template hash among the pods a plan takes
+// out of the Service (out). The canary keeps a pod for each until it is
+// out: scaled down in the same plan, its ReplicaSet might delete a pod
+// that stays in the Service instead, before it sees which one left (the
+// one taken out is the first it deletes, see the executor's unlabel).
+// Pods of another template go with their own ReplicaSet.
+func leaving(out []string, pods []Pod, hash string) int32 {
+	var n int32
+	for _, p := range pods {
+		if p.Hash == hash && slices.Contains(out, p.Name) {
+			n++
+		}
+	}
+	return n
+}
+
 // servingSurge is how many pods a stable Deployment of n pods must add so
 // that replacing them all within its rolling update keeps n available:
 // the least e with n+e-floor(maxUnavailable of n+e) >= n. With n = 4 and

@@ -155,6 +155,13 @@ const atOnce = time.Millisecond
 func canaryCases() []canaryCase {
 	manual := canaryDesired(4, "25%, pause, 50%, pause, 100%") // the planner's worked example
 	short := canaryDesired(4, "25%, pause 30s")
+	lowered := canaryDesired(4, "50%, 25%, pause")
+	// ofCanary is p made from the canary's template, as the pods of a
+	// ReplicaSet that shrinks are.
+	ofCanary := func(p Pod) Pod {
+		p.Hash = hashOf(canaryDeploy(v4))
+		return p
+	}
 	noRollback := canaryDesired(4, DefaultSteps)
 	noRollback.AutoRollback = false
 	healthy3 := Status{Phase: PhaseHealthy, Revision: 3, Hash: h3, Commit: commitV3, Message: "4/4 available"}
@@ -204,9 +211,26 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: four, canary: one},
 		},
 		{
-			name:     "25%: two pods serve where one should: the last by name is unlabelled",
+			name:     "25%: two pods serve where one should; both serve on while the stable is below its share, 3",
 			recorded: progressing4, stable: st(2), canary: cy(2), pods: []Pod{serving("c1"), serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: one, unlabel: []string{"c1"}},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: two},
+		},
+		{
+			name:    "25% after 50%: the stable goes to its share, 3, first; both canary pods serve on",
+			desired: &lowered, recorded: progressing4, stable: st(2), canary: cy(2), pods: []Pod{ofCanary(serving("c1")), ofCanary(serving("c0"))}, step: 1,
+			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/3: going to 25% (1/4 pods)"}, stable: three, canary: two, step: 1},
+		},
+		{
+			name:    "25% after 50%, the stable's 3 available: the last by name is taken out, the canary kept at 2 until it is out; the wait for promote begins",
+			desired: &lowered, recorded: progressing4, stable: st(3), canary: cy(2), pods: []Pod{ofCanary(serving("c1")), ofCanary(serving("c0"))}, step: 1,
+			want: canaryWant{phase: PhasePaused, words: []string{"canary step 3/3: 25% (1/4 pods serving); waiting for promote"}, stable: three, canary: two,
+				unlabel: []string{"c1"}, step: 2, since: sinceNow},
+		},
+		{
+			name:    "25% after 50%, the pod taken out is out: the canary goes to 1, and its ReplicaSet deletes that pod",
+			desired: &lowered, recorded: waiting(progressing4, "canary step 3/3: 25% (1/4 pods serving); waiting for promote"),
+			stable: st(3), canary: cy(2), pods: []Pod{ofCanary(ready("c1")), ofCanary(serving("c0"))}, step: 2,
+			want: canaryWant{phase: PhasePaused, words: []string{"canary step 3/3: 25% (1/4 pods serving); waiting for promote"}, stable: three, canary: one, step: 2},
 		},
 		{
 			name:     "25% done: 1 canary pod serves and stable has 3 available: step 2, the pause, in the same plan",

@@ -22,6 +22,22 @@ func canaryExample(t *testing.T, version string, replace ...string) map[string]s
 	return example(t, "canary", append([]string{"registry.example/api:v1", "registry.example/api:" + version}, replace...)...)
 }
 
+// servingCanary commits revision 1 of examples/canary with the extra
+// replacements, starts the daemon, and waits for the workload Healthy and
+// its Service at n ready endpoints (Healthy counts available pods; the
+// EndpointSlice controller may list the last of them a moment later). It
+// returns the sync target and the Service's endpoints, marked there.
+func servingCanary(t *testing.T, n int, replace ...string) (*syncTarget, *endpointWatch, int) {
+	t.Helper()
+	s := newSyncTarget(t)
+	s.repo.commit("api v1", canaryExample(t, "v1", replace...))
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	endpoints := watchEndpoints(t, s.ns, "api")
+	endpoints.waitReady(t, fmt.Sprintf("%d endpoints", n), func(pods []string) bool { return len(pods) == n })
+	return s, endpoints, endpoints.mark()
+}
+
 // TestCanaryRollout follows examples/canary (4 replicas, steps "25%,
 // pause, 50%, pause, 100%") while watching the Service's EndpointSlices:
 // 1 canary pod serving after step 1, 2 after a promote, then every pod on
@@ -265,16 +281,8 @@ func TestCanaryReplacesPods(t *testing.T) {
 // workload ends Degraded with the same failed hash; no canary pod serves.
 func TestCanaryRetry(t *testing.T) {
 	parallel(t)
-	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
-	s.repo.commit("api v1", canaryExample(t, "v1", short...))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	endpoints := watchEndpoints(t, s.ns, "api")
-	// Healthy counts available pods; the EndpointSlice controller may
-	// list the last of them a moment later.
-	endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
-	mark := endpoints.mark()
+	s, endpoints, mark := servingCanary(t, 4, short...)
 	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
 	failed := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded")).Annotations["plimsoll.dev/failed-hash"]
 	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
@@ -351,14 +359,8 @@ func TestCanaryPromoteOnTheCanary(t *testing.T) {
 // template. The Service never has fewer than one ready endpoint.
 func TestCanaryOneReplica(t *testing.T) {
 	parallel(t)
-	s := newSyncTarget(t)
 	one := []string{"replicas: 4", "replicas: 1", `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 100%"`}
-	s.repo.commit("api v1", canaryExample(t, "v1", one...))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	endpoints := watchEndpoints(t, s.ns, "api")
-	endpoints.waitReady(t, "1 stable endpoint", func(pods []string) bool { return len(pods) == 1 })
-	mark := endpoints.mark()
+	s, endpoints, mark := servingCanary(t, 1, one...)
 
 	s.repo.commit("api v2", canaryExample(t, "v2", one...))
 	waitForDeployment(t, s.ns, "api", "step 2/3 waiting for promote",
@@ -376,4 +378,29 @@ func TestCanaryOneReplica(t *testing.T) {
 		t.Errorf("the Service had %d ready endpoints during the rollout (%v), want never none; history:\n%s",
 			n, pods, strings.Join(endpoints.history(mark), "\n"))
 	}
+}
+
+// TestCanaryLowersWeight rolls a canary whose steps lower the weight,
+// "50%, pause, 25%, pause, 100%": from 2 canary pods of 4 to 1, the
+// stable goes back to 3 before a canary pod leaves the Service, and the
+// pod that leaves is the one the canary's ReplicaSet deletes, so the
+// Service never has fewer than 4 ready endpoints.
+func TestCanaryLowersWeight(t *testing.T) {
+	parallel(t)
+	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, pause, 25%, pause, 100%"`}
+	s, endpoints, mark := servingCanary(t, 4, steps...)
+
+	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5: 50% (2/4 pods serving)"))
+	checkServing(t, endpoints, 2, 4)
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "step 4/5 waiting for promote", phaseIs(2, "Paused", "canary step 4/5: 25% (1/4 pods serving)"))
+	checkServing(t, endpoints, 1, 4)
+	waitForDeployment(t, s.ns, "api-canary", "at 1", scaledTo(1))
+	if n, pods := endpoints.minReadySince(mark); n < 4 {
+		t.Errorf("the Service had %d ready endpoints while the weight went down (%v), want never fewer than 4; history:\n%s",
+			n, pods, strings.Join(endpoints.history(mark), "\n"))
+	}
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
 }
