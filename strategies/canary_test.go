@@ -211,11 +211,6 @@ func canaryCases() []canaryCase {
 			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: four, canary: one},
 		},
 		{
-			name:     "25%: two pods serve where one should; both serve on while the stable is below its share, 3",
-			recorded: progressing4, stable: st(2), canary: cy(2), pods: []Pod{serving("c1"), serving("c0")},
-			want: canaryWant{phase: PhaseProgressing, words: []string{"going to 25% (1/4 pods)"}, stable: three, canary: two},
-		},
-		{
 			name:    "25% after 50%: the stable goes to its share, 3, first; both canary pods serve on",
 			desired: &lowered, recorded: progressing4, stable: st(2), canary: cy(2), pods: []Pod{ofCanary(serving("c1")), ofCanary(serving("c0"))}, step: 1,
 			want: canaryWant{phase: PhaseProgressing, words: []string{"canary step 2/3: going to 25% (1/4 pods)"}, stable: three, canary: two, step: 1},
