@@ -342,8 +342,8 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	since := plan.StepSince
 	weight := weightAt(steps, k)
 	c, share := CanaryReplicas(weight, n), StableReplicas(weight, n)
-	keep := lowering(desired, o, c, share)
-	serving := label(&plan, o.Pods, keep, hashOf(o.Canary))
+	keep, hash := lowering(desired, o, c, share), hashOf(o.Canary)
+	serving := label(&plan, o.Pods, keep, hash)
 	// The stable gives up a pod for each canary pod that serves, down to
 	// its own share: at 25% of 1, the canary's pod serves beside the
 	// stable's (1-1 = 0 would send it all the traffic).
@@ -351,7 +351,7 @@ func planCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 	// A pod taken out of traffic by hand keeps running but does not count:
 	// the canary gets one more pod for each, to be labelled in its place.
 	// One this plan takes out stays until it is out (see leaving).
-	size := keep + unlabelled(o.Pods) + leaving(plan.Unlabel, o.Pods, hashOf(o.Canary))
+	size := keep + unlabelled(o.Pods) + leaving(plan.Unlabel, o.Pods, hash)
 	plan.CanaryReplicas, plan.StableReplicas = &size, stableCount(desired, stable)
 	stableReady := stableAt(o.Stable, stable, o.ReplicaSets)
 	if desired.Autoscaled {

@@ -106,13 +106,11 @@ func lowering(desired CanaryDesired, o CanaryObserved, c, share int32) int32 {
 	if now <= c {
 		return c
 	}
+	served := stableAt(o.Stable, share, o.ReplicaSets)
 	if desired.Autoscaled {
-		if servingNow(o.StablePods) >= share {
-			return c
-		}
-		return now
+		served = servingNow(o.StablePods) >= share
 	}
-	if stableAt(o.Stable, share, o.ReplicaSets) {
+	if served {
 		return c
 	}
 	return now
