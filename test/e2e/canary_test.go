@@ -22,17 +22,25 @@ func canaryExample(t *testing.T, version string, replace ...string) map[string]s
 	return example(t, "canary", append([]string{"registry.example/api:v1", "registry.example/api:" + version}, replace...)...)
 }
 
-// servingCanary commits revision 1 of examples/canary with the extra
-// replacements, starts the daemon, and waits for the workload Healthy and
-// its Service at n ready endpoints (Healthy counts available pods; the
-// EndpointSlice controller may list the last of them a moment later). It
-// returns the sync target and the Service's endpoints, marked there.
-func servingCanary(t *testing.T, n int, replace ...string) (*syncTarget, *endpointWatch, int) {
+// healthyCanary commits revision 1 of examples/canary with the extra
+// replacements, starts the daemon, and waits for the workload Healthy. It
+// returns the sync target.
+func healthyCanary(t *testing.T, replace ...string) *syncTarget {
 	t.Helper()
 	s := newSyncTarget(t)
 	s.repo.commit("api v1", canaryExample(t, "v1", replace...))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	return s
+}
+
+// servingCanary is healthyCanary, then waits for the Service at n ready
+// endpoints (Healthy counts available pods; the EndpointSlice controller
+// may list the last of them a moment later). It returns the sync target
+// and the Service's endpoints, marked there.
+func servingCanary(t *testing.T, n int, replace ...string) (*syncTarget, *endpointWatch, int) {
+	t.Helper()
+	s := healthyCanary(t, replace...)
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, fmt.Sprintf("%d endpoints", n), func(pods []string) bool { return len(pods) == n })
 	return s, endpoints, endpoints.mark()
@@ -127,10 +135,7 @@ func TestCanaryRollout(t *testing.T) {
 // the way to 4 pods on v3.
 func TestCanaryNewCommitMidway(t *testing.T) {
 	parallel(t)
-	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1"))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s := healthyCanary(t)
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
 	s.repo.commit("api v2", canaryExample(t, "v2"))
@@ -231,10 +236,7 @@ func TestCanaryFailure(t *testing.T) {
 // labelled once Ready; unlabelled by hand, it stays out of the Service and
 // another canary pod is labelled in its place.
 func TestCanaryReplacesPods(t *testing.T) {
-	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1"))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s := healthyCanary(t)
 	endpoints := watchEndpoints(t, s.ns, "api")
 	s.repo.commit("api v2", canaryExample(t, "v2"))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
@@ -303,11 +305,8 @@ func TestCanaryRetry(t *testing.T) {
 // TestCanaryPauseResume pauses a canary in its timed pause: it stays at
 // 25% past the pause's end until resume, then finishes.
 func TestCanaryPauseResume(t *testing.T) {
-	s := newSyncTarget(t)
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 4s, 100%"`}
-	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s := healthyCanary(t, steps...)
 	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "in the timed pause", phaseIs(2, "Progressing", "canary step 2/3", "paused until"))
 	command(t, s.ns, "api", "pause")
@@ -330,11 +329,8 @@ func TestCanaryPauseResume(t *testing.T) {
 // same, lifts the pause and moves on, its Event says so, and it leaves
 // neither Deployment.
 func TestCanaryPromoteOnTheCanary(t *testing.T) {
-	s := newSyncTarget(t)
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, pause, 100%"`}
-	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
-	kit.StartDaemon(t, s, "--interval", "1s")
-	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	s := healthyCanary(t, steps...)
 	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "waiting for promote", phaseIs(2, "Paused", "canary step 2/3", "waiting for promote"))
 	command(t, s.ns, "api", "pause")
