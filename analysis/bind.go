@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/jsonpath"
+
+	"plimsoll.dev/plimsoll/internal/redact"
 )
 
 // argRef is a reference to an argument: {{args.NAME}}, spaces allowed
@@ -259,10 +261,10 @@ func parsePromQL(q string) error {
 func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return err
+		return redact.Error(err) // *url.Error quotes s
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return fmt.Errorf("%q is not an absolute http or https URL", s)
+		return fmt.Errorf("%q is not an absolute http or https URL", redact.URL(s))
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func TestBindRefusals(t *testing.T) {
 		{"a value that breaks the condition", map[string]string{"path": "/", "threshold": "low"}, testBuiltins,
 			`analysis checks: metrics[0].successCondition: parse "result < low": unknown name low`},
 		{"a value that breaks the URL", map[string]string{"path": "@:x"}, testBuiltins,
-			`analysis checks: metrics[1].web.url: parse "http://web-svc.shop:8080@:x": invalid port`},
+			`analysis checks: metrics[1].web.url: parse "http://[redacted]@:x": invalid port`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -98,8 +99,8 @@ type Run struct {
 // Measure takes one measurement of b. It always returns one, with an
 // Outcome: what the provider could not do is an Error measurement with the
 // cause in its Message. It takes at most b.Timeout. Secrets (the Prometheus
-// token, the values of Secret headers) never appear in the Value or the
-// Message.
+// token, the values of Secret headers, the credentials of any URL) never
+// appear in the Value or the Message.
 func (m *Measurer) Measure(ctx context.Context, b Bound, run Run) (out strategies.Measurement) {
 	out = strategies.Measurement{Metric: b.Spec.Name, At: run.Now}
 	r := &redactor{}
@@ -107,8 +108,8 @@ func (m *Measurer) Measure(ctx context.Context, b Bound, run Run) (out strategie
 		if p := recover(); p != nil {
 			out.Outcome, out.Value, out.Message = strategies.OutcomeError, "", fmt.Sprintf("measure: internal error: %v", p)
 		}
-		out.Value = clip(r.redact(out.Value), maxValue)
-		out.Message = clip(r.redact(out.Message), maxMessage)
+		out.Value = clip(redact.Text(r.redact(out.Value)), maxValue)
+		out.Message = clip(redact.Text(r.redact(out.Message)), maxMessage)
 	}()
 	if m == nil {
 		out.Outcome, out.Message = strategies.OutcomeError, "no measurer configured"

@@ -10,21 +10,25 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/internal/redact"
 )
 
 // request sends the request of w and makes its answer a result: a JSON
 // answer is decoded (numbers are float64) and w.JSONPath, if any, picks
 // the result from it; any other answer is the result as a string. A
 // status other than 2xx is an error naming it. The values of Secret
-// headers, read from namespace now, are added to r.
+// headers, read from namespace now, are added to r; errors show the URL
+// with its credentials redacted.
 func (m *Measurer) request(ctx context.Context, w *Web, namespace string, r *redactor) (any, error) {
+	shown := redact.URL(w.URL)
 	var body io.Reader
 	if w.Method == methodPost && w.Body != "" {
 		body = strings.NewReader(w.Body)
 	}
 	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, body)
 	if err != nil {
-		return nil, fmt.Errorf("prepare %s %s: %w", w.Method, w.URL, err)
+		return nil, redact.Error(fmt.Errorf("prepare %s %s: %w", w.Method, shown, err))
 	}
 	if body != nil && json.Valid([]byte(w.Body)) {
 		req.Header.Set("Content-Type", "application/json")
@@ -41,15 +45,15 @@ func (m *Measurer) request(ctx context.Context, w *Web, namespace string, r *red
 	}
 	resp, err := m.http.Do(req)
 	if err != nil {
-		return nil, err // *url.Error: `GET "http://...": dial tcp ...`
+		return nil, redact.Error(err) // *url.Error: `GET "http://...": dial tcp ...`
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("read the answer of %s %s: %w", w.Method, w.URL, err)
+		return nil, fmt.Errorf("read the answer of %s %s: %w", w.Method, shown, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := fmt.Sprintf("%s %s: status %s", w.Method, w.URL, resp.Status)
+		msg := fmt.Sprintf("%s %s: status %s", w.Method, shown, resp.Status)
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			msg += " (redirects are not followed)"
 		}
@@ -59,12 +63,12 @@ func (m *Measurer) request(ctx context.Context, w *Web, namespace string, r *red
 		return nil, errors.New(msg)
 	}
 	if len(raw) > maxBody {
-		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes", w.Method, w.URL, maxBody)
+		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes", w.Method, shown, maxBody)
 	}
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		if w.JSONPath != "" {
-			return nil, fmt.Errorf("%s %s: the answer is not JSON, so jsonPath %s cannot apply", w.Method, w.URL, w.JSONPath)
+			return nil, fmt.Errorf("%s %s: the answer is not JSON, so jsonPath %s cannot apply", w.Method, shown, w.JSONPath)
 		}
 		return string(raw), nil
 	}

@@ -146,3 +146,71 @@ func TestWebSecretNotLeaked(t *testing.T) {
 		})
 	}
 }
+
+// urlSecrets are the credentials the tests write into URLs.
+var urlSecrets = []string{"ci:", "url-pass-8812", "url-token-3307", "url-sig-5150"}
+
+// credentialURL is base with a user, a password and query tokens.
+func credentialURL(base, path string) string {
+	return strings.Replace(base, "://", "://ci:url-pass-8812@", 1) + path + "?token=url-token-3307&region=eu&X-Amz-Signature=url-sig-5150"
+}
+
+// TestWebURLCredentialNotShown measures web checks whose URL holds
+// credentials and whose endpoint fails: the error names the URL, without
+// them, whether net/http forms it (a closed port) or the check does (a
+// status 500).
+func TestWebURLCredentialNotShown(t *testing.T) {
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	m := NewMeasurer(Config{PrometheusURL: credentialURL(closed.URL, "/")})
+	tests := []struct {
+		name, provider, message string
+	}{
+		{"status 500", "web: {url: '" + credentialURL(failing.URL, "/status") + "'}",
+			"GET " + redactedURL(failing.URL, "/status") + ": status 500 Internal Server Error: boom"},
+		{"a closed port", "web: {url: '" + credentialURL(closed.URL, "/status") + "'}",
+			`Get "` + redactedURL(closed.URL, "/status") + `": dial tcp`},
+		{"Prometheus at a closed port", "prometheus: {query: up}", "query Prometheus: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "metrics:\n- name: m\n  timeout: 2s\n  successCondition: result == 1\n  " + tc.provider + "\n"
+			got := m.Measure(context.Background(), bindOne(t, "smoke", doc, nil), testRun(0))
+			if got.Outcome != strategies.OutcomeError || !strings.Contains(got.Message, tc.message) {
+				t.Errorf("Measure = %s %q, want an error with %q", got.Outcome, got.Message, tc.message)
+			}
+			for _, s := range urlSecrets {
+				if strings.Contains(got.Message, s) || strings.Contains(got.Value, s) {
+					t.Errorf("the measurement shows %q: %+v", s, got)
+				}
+			}
+		})
+	}
+}
+
+// redactedURL is credentialURL(base, path) as errors show it.
+func redactedURL(base, path string) string {
+	return strings.Replace(base, "://", "://[redacted]@", 1) + path + "?token=[redacted]&region=eu&X-Amz-Signature=[redacted]"
+}
+
+// TestParseURLCredentialNotShown refuses a URL that is not http(s)
+// without repeating its credentials.
+func TestParseURLCredentialNotShown(t *testing.T) {
+	doc := "metrics:\n- name: m\n  successCondition: result == 1\n  web: {url: 'ftp://ci:url-pass-8812@files.example/x?token=url-token-3307'}\n"
+	_, err := Parse(configMap("smoke", doc))
+	if err == nil {
+		t.Fatal("Parse took an ftp URL")
+	}
+	for _, s := range urlSecrets {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("Parse: %v: shows %q", err, s)
+		}
+	}
+	if !strings.Contains(err.Error(), `"ftp://[redacted]@files.example/x?token=[redacted]" is not an absolute http or https URL`) {
+		t.Errorf("Parse: %v: want the URL redacted", err)
+	}
+}
