@@ -30,10 +30,13 @@ func newPages() (*pages, error) {
 		"lower": strings.ToLower,
 		"short": shortCommit,
 		"join":  strings.Join,
+
+		printedFunc: redactValue,
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse the web view's templates: %w", err)
 	}
+	redactPrinted(t)
 	return &pages{t: t}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/ui"
 )
 
@@ -106,7 +107,7 @@ func parseRepos(flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		name, url, ok := strings.Cut(f, "=")
 		if !ok || name == "" || url == "" {
-			return nil, fmt.Errorf("--repo %q: want NAME=URL, the sync's name and its repository's address", f)
+			return nil, fmt.Errorf("--repo %q: want NAME=URL, the sync's name and its repository's address", redact.Text(f))
 		}
 		out[name] = url
 	}
