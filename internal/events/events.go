@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/clock"
+
+	"plimsoll.dev/plimsoll/internal/redact"
 )
 
 // writeTimeout bounds the write of one Event a caller waits for.
@@ -70,10 +72,12 @@ func New(client kubernetes.Interface, clk clock.PassiveClock, log *slog.Logger, 
 }
 
 // Event records an Event about obj (an object, or a
-// *corev1.ObjectReference to one). Failing to record it is logged, not
-// returned: an Event is a courtesy, and the status annotations and
-// records hold the same message.
+// *corev1.ObjectReference to one), its message with the credentials of
+// its URLs redacted: anyone who may list Events reads it. Failing to
+// record it is logged, not returned: an Event is a courtesy, and the
+// status annotations and records hold the same message.
 func (r *Recorder) Event(ctx context.Context, obj runtime.Object, eventType, reason, message string) {
+	message = redact.Text(message)
 	if r.rec != nil {
 		r.rec.Event(obj, eventType, reason, message)
 		return

@@ -77,3 +77,20 @@ func TestName(t *testing.T) {
 		t.Errorf("name %q, want web.<16 hex digits>", a)
 	}
 }
+
+// TestURLCredentialsRedacted records an Event whose message quotes a URL
+// with a password and a token: the Event holds neither.
+func TestURLCredentialsRedacted(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	r := New(client, clocktesting.NewFakeClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), slog.New(slog.NewTextHandler(io.Discard, nil)), "plimsoll-test", Wait)
+	record := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Name: "plimsoll-sync", Namespace: "shop"}
+	r.Event(ctx, record, corev1.EventTypeWarning, "SyncFailed", `render: read index https://ci:hunter22@charts.example/index.yaml?token=tok-9911: 401 Unauthorized`)
+	list, err := client.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("Events %v, %v; want one", list, err)
+	}
+	if got, want := list.Items[0].Message, "render: read index https://[redacted]@charts.example/index.yaml?token=[redacted]: 401 Unauthorized"; got != want {
+		t.Errorf("the Event's message %q, want %q", got, want)
+	}
+}
