@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"plimsoll.dev/plimsoll/internal/redact"
 )
 
 // Config wires a Dispatcher. Zero fields take their defaults.
@@ -102,11 +104,13 @@ func New(cfg Config) *Dispatcher {
 
 // Send queues n for every receiver and returns at once: it never waits
 // for a receiver, and drops the oldest notification of a full queue.
-// After Shutdown it drops n.
+// After Shutdown it drops n. The credentials of the URLs n.Message quotes
+// are redacted: a receiver is a chat room, not the cluster.
 func (d *Dispatcher) Send(n Notification) {
 	if d == nil {
 		return
 	}
+	n.Message = redact.Text(n.Message)
 	for _, s := range d.senders {
 		if d.closed.Load() {
 			d.cfg.Metrics.drop(s.r, 1)
@@ -191,7 +195,7 @@ func (d *Dispatcher) deliver(s *sender, n Notification) {
 		}
 		wait := max(backoff(attempt, d.cfg.Backoff, d.cfg.MaxBackoff), min(failure.after, d.cfg.MaxBackoff))
 		if !failure.retry || attempt >= d.cfg.Attempts || !sleep(d.stop, wait) {
-			log.Warn("notification not delivered", "attempts", attempt, "err", s.redact.hide(failure.Error()))
+			log.Warn("notification not delivered", "attempts", attempt, "err", redact.Text(s.redact.hide(failure.Error())))
 			d.cfg.Metrics.delivered(s.r, resultFailed)
 			return
 		}

@@ -350,3 +350,18 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRedactsURLCredentials: a message that quotes a URL with a
+// password and a token reaches the receiver without them.
+func TestSendRedactsURLCredentials(t *testing.T) {
+	f := newFakeReceiver(t)
+	d, m, _ := testDispatcher(t, f.srv.URL, Config{})
+	n := failedSync()
+	n.Message = "commit 9f8e7d6 not applied (render failed): read index https://ci:hunter22@charts.example/index.yaml?access_token=tok-9911: 401 Unauthorized"
+	d.Send(n)
+	eventually(t, "the notification sent", func() bool { return count(m.deliveries, resultSent) == 1 })
+	want := "commit 9f8e7d6 not applied (render failed): read index https://[redacted]@charts.example/index.yaml?access_token=[redacted]: 401 Unauthorized"
+	if got := f.messages(); len(got) != 1 || got[0] != want {
+		t.Errorf("receiver got %q, want [%q]", got, want)
+	}
+}
