@@ -56,7 +56,10 @@ type Result struct {
 // document. Then Namespaces and CRDs are
 // applied and the CRDs awaited, the objects that depended on them (custom
 // resources of a new CRD, objects in a new namespace) are dry-run in turn,
-// and the rest is applied.
+// and the rest is applied. In each of the two stages the objects new to
+// the sync are claimed first, one at a time in key order, and an object
+// another sync claimed meanwhile stops the apply with an *OwnerError
+// before the sync's own objects are written (see claim).
 //
 // Items for which skip returns true are dry-run but not applied: the
 // caller hands them elsewhere (the rollout controller takes the
@@ -93,7 +96,7 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 			second = append(second, it)
 		}
 	}
-	changes, err := a.applyAll(ctx, first)
+	changes, err := a.write(ctx, first)
 	res.Changes = append(res.Changes, changes...)
 	if err != nil {
 		return res, err
@@ -117,7 +120,7 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 			toWrite = append(toWrite, it)
 		}
 	}
-	changes, err = a.applyAll(ctx, toWrite)
+	changes, err = a.write(ctx, toWrite)
 	res.Changes = append(res.Changes, changes...)
 	written := map[*Item]bool{}
 	for _, c := range res.Changes {
@@ -158,6 +161,26 @@ func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bo
 		}
 		return Rejection(it, "dry-run", err)
 	})
+}
+
+// write writes a stage of items: first it claims those new to the sync,
+// one at a time (see claim), and stops if another sync owns one; then it
+// applies the others, the sync's own objects, concurrently.
+func (a *Applier) write(ctx context.Context, items []*Item) ([]Change, error) {
+	var claims, own []*Item
+	for _, it := range items {
+		if it.Live == nil {
+			claims = append(claims, it)
+		} else {
+			own = append(own, it)
+		}
+	}
+	changes, err := a.claim(ctx, claims)
+	if err != nil {
+		return changes, err
+	}
+	applied, err := a.applyAll(ctx, own)
+	return append(changes, applied...), err
 }
 
 // applyAll applies items concurrently and returns what changed, in item
