@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -58,16 +59,18 @@ func newRedactor(objs []manifest.Object) *redactor {
 	return r
 }
 
-// text returns s with every Secret value replaced.
+// text returns s with every Secret value replaced, and the credentials
+// of its URLs (a Helm hook's or an admission webhook's error may quote
+// one).
 func (r *redactor) text(s string) string {
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, redacted)
 	}
-	return s
+	return redact.Text(s)
 }
 
-// err returns err, or an error of the same text with Secret values
-// replaced when it held any. The replacement loses the error chain, which
+// err returns err, or an error of the same text with Secret values and
+// the credentials of URLs replaced when it held any. The replacement loses the error chain, which
 // is only used for classification before redaction.
 func (r *redactor) err(err error) error {
 	if err == nil {

@@ -35,6 +35,9 @@ func TestRedactorRemovesSecretValues(t *testing.T) {
 		{name: "data value decoded", in: "got super-token", want: "got [redacted]"},
 		{name: "short values are left alone", in: "port 1234", want: "port 1234"},
 		{name: "ConfigMap values are not secret", in: "visible-value", want: "visible-value"},
+		{name: "a URL's user info and token", in: `hook failed: Get "https://ci:pw-7781@hooks.example/run?token=tok-9911": EOF`,
+			want: `hook failed: Get "https://[redacted]@hooks.example/run?token=[redacted]": EOF`},
+		{name: "a URL without credentials", in: "Post https://web.shop.svc:443/validate?timeout=10s: EOF", want: "Post https://web.shop.svc:443/validate?timeout=10s: EOF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

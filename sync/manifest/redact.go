@@ -7,10 +7,15 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	// Named apart: this package's own redact is the function above.
+	urlredact "plimsoll.dev/plimsoll/internal/redact"
 )
 
 // redact makes a message from kustomize safe to show: it cuts off a dump of
-// a YAML node, and replaces every Secret value in secrets with a marker.
+// a YAML node, replaces every Secret value in secrets with a marker, and
+// redacts the credentials of the URLs it quotes (a remote resource's
+// "https://user:token@host/..." above all).
 func redact(msg string, secrets []string) string {
 	if i := strings.Index(msg, nodeDumpMarker); i >= 0 {
 		msg = msg[:i] + "node contents withheld"
@@ -18,7 +23,7 @@ func redact(msg string, secrets []string) string {
 	for _, s := range secrets {
 		msg = strings.ReplaceAll(msg, s, redacted)
 	}
-	return msg
+	return urlredact.Text(msg)
 }
 
 // collectSecrets finds the Secret values in the files a build read: the
