@@ -24,7 +24,6 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
-	"sigs.k8s.io/yaml"
 
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
@@ -179,32 +178,25 @@ func sha256Hex(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// repoIndex is the part of an HTTP repository's index.yaml a fetch reads.
-type repoIndex struct {
-	Entries map[string][]struct {
-		Version string   `json:"version"`
-		URLs    []string `json:"urls"`
-		Digest  string   `json:"digest"`
-	} `json:"entries"`
-}
-
 // fromIndex fetches a chart from an HTTP repository: its index.yaml,
-// then the archive it names, each read up to its limit.
+// read as a stream up to its limit (see readIndex), then the archive it
+// names, read up to its limit.
 func (f *fetcher) fromIndex(ctx context.Context, repo, name, version, want string) ([]byte, string, error) {
 	base, err := url.Parse(strings.TrimSuffix(repo, "/") + "/")
 	if err != nil {
 		return nil, "", err
 	}
 	indexURL := base.JoinPath("index.yaml")
-	raw, err := f.get(ctx, indexURL, f.cfg.Limits.MaxIndexBytes, "index "+indexURL.String())
+	what := "index " + indexURL.String()
+	body, err := f.open(ctx, indexURL, f.cfg.Limits.MaxIndexBytes, what)
 	if err != nil {
 		return nil, "", err
 	}
-	var idx repoIndex
-	if err := yaml.Unmarshal(raw, &idx); err != nil {
-		return nil, "", &manifest.Error{Reason: fmt.Sprintf("index %s does not parse: %v", indexURL, err)}
+	entries, ok, err := readIndex(body, what, name, maxIndexParseBytes)
+	body.Close()
+	if err != nil {
+		return nil, "", err
 	}
-	entries, ok := idx.Entries[name]
 	if !ok {
 		return nil, "", fmt.Errorf("repository %s has no chart %s: %w", repo, name, errNotFound)
 	}
@@ -259,6 +251,25 @@ func newest(versions []string, n int) string {
 // get reads a URL into memory, up to limit bytes: a longer answer is
 // refused as soon as it passes the limit, without being read whole.
 func (f *fetcher) get(ctx context.Context, u *url.URL, limit int64, what string) ([]byte, error) {
+	body, err := f.open(ctx, u, limit, what)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if errors.Is(err, errTooLarge) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return data, nil
+}
+
+// open asks for a URL and returns its answer's body, which fails with
+// errTooLarge once it passes limit bytes; one that says it is longer is
+// refused at once.
+func (f *fetcher) open(ctx context.Context, u *url.URL, limit int64, what string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
@@ -270,23 +281,47 @@ func (f *fetcher) get(ctx context.Context, u *url.URL, limit int64, what string)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
+		resp.Body.Close()
 		return nil, fmt.Errorf("read %s: %s: %w", what, resp.Status, errNotFound)
 	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
 		return nil, fmt.Errorf("read %s: %s", what, resp.Status)
 	case resp.ContentLength > limit:
+		resp.Body.Close()
 		return nil, fmt.Errorf("%s holds %d bytes, more than the limit of %d: %w", what, resp.ContentLength, limit, errTooLarge)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
+	return &cappedBody{ReadCloser: resp.Body, left: limit, limit: limit, what: what}, nil
+}
+
+// cappedBody is an answer's body that fails with errTooLarge as soon as
+// it passes its limit, having read one byte past it at most.
+type cappedBody struct {
+	io.ReadCloser
+	left, limit int64
+	what        string
+	over        error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.over != nil {
+		return 0, b.over
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes: %w", what, limit, errTooLarge)
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		b.over = fmt.Errorf("%s is larger than the limit of %d bytes: %w", b.what, b.limit, errTooLarge)
+		return 0, b.over
 	}
-	return data, nil
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // fromRegistry fetches a chart from an OCI registry: the manifest of
