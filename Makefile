@@ -101,7 +101,7 @@ ui-screenshots: browser ## take the web view's screenshots again, into docs/
 	PLIMSOLL_UI_SCREENSHOTS=docs $(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestUI$$' ./test/e2e/
 
 .PHONY: bench
-bench: bench-peers bench-repo bench-many ## the comparison with Argo Rollouts, Flux and kubectl, the repository memory benchmark, then many syncs
+bench: bench-peers bench-repo bench-index bench-many ## the comparison with Argo Rollouts, Flux and kubectl, the repository and index memory benchmarks, then many syncs
 
 # The benchmarks below but bench-sync run on a control plane of their own
 # (BENCH_CLUSTER_DIR, ports from 26540), so that they neither disturb nor
@@ -175,6 +175,11 @@ BENCH_BEFORE ?=
 bench-repo: build ## peak RSS of a cold sync of a repository with a 200 MB blob, and of one with 100,000 files
 	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) \
 		$(GO) test -tags bench -count=1 -timeout 60m -v -run TestRepositoryMemoryBenchmark ./test/bench/)
+
+.PHONY: bench-index
+bench-index: build ## peak RSS of a cold sync of a HelmChart whose repository's index.yaml is at its 64 MiB limit (BENCH_BEFORE)
+	$(call bench_session,$(BENCH_KUBECONFIG) PLIMSOLL_BENCH_BEFORE=$(BENCH_BEFORE) \
+		$(GO) test -tags bench -count=1 -timeout 60m -v -run TestIndexMemoryBenchmark ./test/bench/)
 
 # Many syncs in one install: BENCH_MANY_N syncs (5 Deployments of 2 pods
 # and 20 ConfigMaps each, a namespace each) served by plimsoll on each
