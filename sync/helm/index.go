@@ -23,14 +23,16 @@ import (
 // its buffer), the YAML tree of every chart's every field (a string, an
 // interface and a map slot per value), the JSON that tree is re-encoded
 // into, and the decoded entries. A 60 MB index raised the daemon's peak
-// RSS from 77 MiB to 763-784 MiB with GOMEMLIMIT=512MiB: past the
+// RSS from 77 MiB to 763-784 MiB with GOMEMLIMIT=512MiB, a 64 MiB one of
+// 102,020 version entries to 1006 MiB (bench/results.md): past the
 // chart's memory limit of 512Mi. Read as below, the same index costs its
 // reader's buffer (64 KiB), the first maxIndexParseBytes read ahead to
-// decide (4 MiB), one version entry at a time (2 KiB in a typical index,
+// decide (4 MiB), one version entry at a time (650 bytes in that index,
 // 4 MiB at most, so some 50 MiB at most once parsed) and, for the chart
 // asked for, its versions, URLs and digests (about 200 bytes each: 2 MiB
-// for 10,000 versions). A whole index up to 4 MiB is still parsed whole,
-// as before: some 50 MiB at most.
+// for 10,000 versions): the sync from that index peaks at 69 MiB. A
+// whole index up to 4 MiB is still parsed whole, as before: some 50 MiB
+// at most.
 const maxIndexParseBytes = 4 << 20
 
 // indexVersion is the part of one version entry of an index a fetch reads.
