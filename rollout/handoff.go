@@ -13,8 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
 // SyncDeployments takes what Git asks of each workload, given every
@@ -37,9 +40,19 @@ func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string
 // handOff is SyncDeployments for the workloads of sync syncName: a
 // workload of another sync is not forgotten for missing in desired. ""
 // is every sync.
+//
+// A workload is one sync's: a Git Deployment whose workload another sync
+// handed over, or whose live Deployments carry another sync's
+// plimsoll.dev/sync label, is refused with an *apply.OwnerError naming
+// both, and the hand-off takes nothing of the commit (see checkHolders).
+// Two hand-offs of one workload at the same moment are decided as each
+// takes its intent (see intents.take): the second is refused.
 func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
 	if c.once.Load() && !c.running() {
 		return errors.New("hand Deployments to the rollout controller: it is not running")
+	}
+	if err := c.checkHolders(desired); err != nil {
+		return err
 	}
 	if err := c.retireLeaving(ctx, cmp.Or(syncName, c.syncName), leaving); err != nil {
 		return err
@@ -47,10 +60,16 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 	keys := make([]string, 0, len(desired))
 	var waits []<-chan error
 	var queued []*appsv1.Deployment
+	var errs []error
 	for _, d := range desired {
 		key := d.Namespace + "/" + d.Name
 		keys = append(keys, key)
-		if !c.intents.take(key, d.DeepCopy(), commit, subject) {
+		changed, holder := c.intents.take(key, d.DeepCopy(), commit, subject)
+		if holder != "" {
+			errs = append(errs, ownerError(d, holder))
+			continue
+		}
+		if !changed {
 			continue
 		}
 		if c.once.Load() {
@@ -60,7 +79,6 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 		c.queue.Add(key)
 	}
 	c.intents.keepOnly(keys, syncName)
-	var errs []error
 	for i, ch := range waits {
 		select {
 		case err := <-ch:
@@ -74,12 +92,91 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 	return errors.Join(errs...)
 }
 
+// checkHolders refuses the Git Deployments of desired whose workload is
+// another sync's than the one whose label they carry: held by its
+// hand-off, or running as its (see foreignOwner).
+func (c *Controller) checkHolders(desired []*appsv1.Deployment) error {
+	var errs []error
+	for _, d := range desired {
+		key, sync := d.Namespace+"/"+d.Name, d.Labels[contract.LabelSync]
+		if sync == "" {
+			continue
+		}
+		in, _ := c.intents.get(key)
+		holder := in.holder()
+		if holder == sync {
+			holder = ""
+		}
+		if holder == "" {
+			holder = c.foreignOwner(key, sync)
+		}
+		if holder != "" {
+			errs = append(errs, ownerError(d, holder))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// foreignOwner names a sync other than sync whose plimsoll.dev/sync label
+// a live Deployment of workload key carries, in the caches: the
+// Deployment of the workload's name, or one that runs it under another
+// (labelled plimsoll.dev/workload). "" when there is none, or the
+// controller does not run.
+func (c *Controller) foreignOwner(key, sync string) string {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil || !c.running() {
+		return ""
+	}
+	v, ok := c.viewOf(ns)
+	if !ok {
+		return ""
+	}
+	deploys := indexed[*appsv1.Deployment](v.index.deploys, byWorkload, key)
+	if d, err := v.deploys.Deployments(ns).Get(name); err == nil {
+		deploys = append(deploys, d)
+	}
+	for _, d := range deploys {
+		if owner := d.Labels[contract.LabelSync]; owner != "" && owner != sync {
+			return owner
+		}
+	}
+	return ""
+}
+
+// mayWrite reports whether a reconcile may write workload key. An intent
+// handed over by a sync whose workload runs as another sync's (see
+// foreignOwner) is dropped, and the hand-offs waiting for it hear an
+// *apply.OwnerError: two replicas that took one workload at once both
+// reconciled it, the one whose create lost found the other's Deployment
+// there, and the retry would have written its own template over it. A
+// daemon of one sync (no Config.Owns) writes no workload that runs as
+// another sync's; in a daemon of many, the sync the workload runs as is
+// the one whose ownership the reconcile then needs (see own).
+func (c *Controller) mayWrite(key string) bool {
+	if in, ok := c.intents.get(key); ok && in.syncName() != "" {
+		if owner := c.foreignOwner(key, in.syncName()); owner != "" {
+			git := cmp.Or(in.git, in.refusedGit)
+			c.intents.disown(key, in.syncName(), ownerError(git, owner))
+			c.log.Info("workload runs as another sync's; its hand-over dropped", "workload", key, "sync", in.syncName(), "owner", owner)
+		}
+	}
+	return c.owns != nil || c.syncName == "" || c.foreignOwner(key, c.syncName) == ""
+}
+
+// ownerError is the refusal of Git Deployment d, labelled as one sync's,
+// whose workload is sync owner's.
+func ownerError(d *appsv1.Deployment, owner string) error {
+	return &apply.OwnerError{Key: manifest.Key{Group: "apps", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name},
+		Owner: owner, Sync: d.Labels[contract.LabelSync]}
+}
+
 // CheckDeployment reports what keeps a Git Deployment from being rolled
 // out as written: a namespace the controller does not watch (see
 // Config.Namespaces), an unknown strategy, an annotation value that does not
 // parse, a Service the strategy needs that is unnamed, or neither in the
 // commit (services) nor in the cluster, a selector that is not the one the
-// workload's Deployments run with. It writes nothing. A blue-green or
+// workload's Deployments run with, a write of its rollout that the sync's
+// identity may not make (see checkRights). It writes nothing. A blue-green or
 // canary workload that runs already and is refused is queued: its reconcile
 // marks it Degraded with the error, and holds it as it is until Git
 // changes; the pods do not notice.
@@ -94,6 +191,9 @@ func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment
 	}
 	if err == nil {
 		err = c.checkSelector(ctx, git)
+	}
+	if err == nil {
+		err = c.checkRights(ctx, git)
 	}
 	if err == nil {
 		if c.intents.accept(key) {

@@ -2,14 +2,19 @@ package rollout
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
+	gosync "sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/apply"
 )
 
 // TestCheckSelector: a Git Deployment whose selector is not the one its
@@ -65,5 +70,124 @@ func TestCheckSelector(t *testing.T) {
 				t.Errorf("%s: refusal %v is no input error", tt.name, err)
 			}
 		}
+	}
+}
+
+// ofSync is Git Deployment name of 4 replicas at image version, as sync
+// hands it over (labelled plimsoll.dev/sync=<sync>).
+func ofSync(name, version, sync string) *appsv1.Deployment {
+	d := gitDeployment(version, nil)
+	d.Name, d.Labels[contract.LabelSync] = name, sync
+	return d
+}
+
+// TestHandOffOneSyncPerWorkload: a workload that one sync handed over
+// is not taken by another's hand-off, which is refused whole with an
+// *apply.OwnerError naming both syncs; once the first sync's Deployment
+// leaves Git, the second may take it.
+func TestHandOffOneSyncPerWorkload(t *testing.T) {
+	ctx := context.Background()
+	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler)})
+	a, b := c.ForSync("team-a"), c.ForSync("team-b")
+	if err := a.SyncDeployments(ctx, "aaaaaaa", "team a", []*appsv1.Deployment{ofSync("web", "v1", "team-a")}, nil); err != nil {
+		t.Fatalf("team a's hand-off: %v", err)
+	}
+	err := b.SyncDeployments(ctx, "bbbbbbb", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b"), ofSync("cart", "v2", "team-b")}, nil)
+	var owned *apply.OwnerError
+	want := `Deployment shop/web belongs to sync "team-a"; sync "team-b" does not take it over`
+	if !errors.As(err, &owned) || err.Error() != want {
+		t.Errorf("team b's hand-off: %v, want the *apply.OwnerError %q", err, want)
+	}
+	if in, _ := c.intents.get("shop/web"); in.holder() != "team-a" || in.commit != "aaaaaaa" {
+		t.Errorf("web's intent is %s's of %s, want team-a's of aaaaaaa", in.holder(), in.commit)
+	}
+	if _, ok := c.intents.get("shop/cart"); ok {
+		t.Error("the refused hand-off took cart")
+	}
+
+	if err := a.SyncDeployments(ctx, "ccccccc", "web leaves", nil, nil); err != nil {
+		t.Fatalf("team a's hand-off without web: %v", err)
+	}
+	if err := b.SyncDeployments(ctx, "ddddddd", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b")}, nil); err != nil {
+		t.Errorf("team b's hand-off once team a let web go: %v", err)
+	}
+}
+
+// TestHandOffRace: two syncs hand one workload over at the same moment;
+// one holds it, the other is refused naming it.
+func TestHandOffRace(t *testing.T) {
+	ctx := context.Background()
+	syncs := []string{"team-a", "team-b"}
+	for round := range 50 {
+		c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler)})
+		errs := make([]error, len(syncs))
+		var wg gosync.WaitGroup
+		for i, name := range syncs {
+			sink, d := c.ForSync(name), ofSync("web", "v1", name)
+			wg.Go(func() { errs[i] = sink.SyncDeployments(ctx, "c0ffee1", name, []*appsv1.Deployment{d}, nil) })
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("round %d: the hand-offs ended with %v and %v, want one refused", round, errs[0], errs[1])
+		}
+		winner, loser := syncs[0], syncs[1]
+		if errs[0] != nil {
+			winner, loser = loser, winner
+		}
+		var owned *apply.OwnerError
+		if err := errors.Join(errs...); !errors.As(err, &owned) || owned.Owner != winner || owned.Sync != loser {
+			t.Errorf("round %d: %s refused with %v, want an *apply.OwnerError naming %s", round, loser, err, winner)
+		}
+		if in, _ := c.intents.get("shop/web"); in.holder() != winner {
+			t.Errorf("round %d: web's intent is %s's, want %s's", round, in.holder(), winner)
+		}
+	}
+}
+
+// TestReconcileLeavesAnotherSyncsWorkload: a workload handed over whose
+// Deployment another sync's replica created meanwhile (its create came
+// first) is not written: its reconcile drops the hand-over, the hand-off
+// waiting for it hears an *apply.OwnerError, and the next hand-off of it
+// is refused at once.
+func TestReconcileLeavesAnotherSyncsWorkload(t *testing.T) {
+	k := newCluster(t)
+	if err := k.c.SyncDeployments(k.ctx, "c0ffee1", "ours", []*appsv1.Deployment{ofSync("api", "v1", "default")}, nil); err != nil {
+		t.Fatalf("hand-off: %v", err)
+	}
+	theirs := ofSync("api", "v2", "team-a")
+	theirs.Labels[contract.LabelWorkload] = "api"
+	if _, err := k.client.AppsV1().Deployments("shop").Create(k.ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := k.c.viewOf("shop")
+	for _, err := v.deploys.Deployments("shop").Get("api"); err != nil; _, err = v.deploys.Deployments("shop").Get("api") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	waiting := k.c.intents.wait("shop/api")
+	requests(k.client)
+	k.c.queue.Add("shop/api")
+	k.c.processNext(k.ctx)
+	if r := requests(k.client); len(r) > 0 {
+		t.Errorf("the reconcile wrote team a's workload: %v", r)
+	}
+	want := `Deployment shop/api belongs to sync "team-a"; sync "default" does not take it over`
+	select {
+	case err := <-waiting:
+		var owned *apply.OwnerError
+		if !errors.As(err, &owned) || err.Error() != want {
+			t.Errorf("the waiting hand-off heard %v, want %q", err, want)
+		}
+	default:
+		t.Error("the waiting hand-off heard nothing")
+	}
+	if _, ok := k.c.intents.get("shop/api"); ok {
+		t.Error("the hand-over of team a's workload is kept")
+	}
+	err := k.c.SyncDeployments(k.ctx, "decade2", "ours again", []*appsv1.Deployment{ofSync("api", "v3", "default")}, nil)
+	if err == nil || err.Error() != want {
+		t.Errorf("the next hand-off: %v, want %q", err, want)
+	}
+	if img := k.deployment("api").Spec.Template.Spec.Containers[0].Image; img != "registry.example/api:v2" {
+		t.Errorf("team a's Deployment runs %s, want registry.example/api:v2", img)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // intent is what Git asks of a workload, as the sync last handed it over:
@@ -64,8 +66,6 @@ func (i *intents) get(key string) (intent, bool) {
 	return in, ok
 }
 
-// take records git, of commit, as the intent of key, unless the intent
-// holds the same Git Deployment already; a refusal recorded before is
 // keys returns the keys of the workloads that have an intent.
 func (i *intents) keys() []string {
 	i.mu.Lock()
@@ -77,16 +77,53 @@ func (i *intents) keys() []string {
 	return keys
 }
 
-// over. It reports whether the intent changed.
-func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) bool {
+// take records git, of commit, as the intent of key, unless the intent
+// holds the same Git Deployment already; a refusal recorded before is
+// over. It reports whether the intent changed. An intent that another
+// sync handed over (git carries another plimsoll.dev/sync label) is not
+// taken over: take names that sync as holder, and changes nothing. The
+// check and the take are one, so that of two syncs that hand one
+// workload over at the same moment, one holds it.
+func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) (changed bool, holder string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	in, ok := i.byKey[key]
+	if held := in.holder(); held != "" && held != git.Labels[contract.LabelSync] && git.Labels[contract.LabelSync] != "" {
+		return false, held
+	}
 	delete(i.leaving, key)
-	if in, ok := i.byKey[key]; ok && in.refused == nil && in.git != nil && equality.Semantic.DeepEqual(in.git, git) {
-		return false
+	if ok && in.refused == nil && in.git != nil && equality.Semantic.DeepEqual(in.git, git) {
+		return false, ""
 	}
 	i.byKey[key] = intent{git: git, commit: commit, subject: subject}
-	return true
+	return true, ""
+}
+
+// holder is the sync whose Git Deployment the intent holds (its
+// plimsoll.dev/sync label), "" for none. A refusal alone holds nothing:
+// the checks that record one (see Controller.CheckDeployment) come before
+// the commit's ownership is decided.
+func (in intent) holder() string {
+	if in.git == nil {
+		return ""
+	}
+	return in.git.Labels[contract.LabelSync]
+}
+
+// disown forgets the intent of key if sync handed it over, and tells the
+// hand-offs waiting for it err: the workload is another sync's (see
+// Controller.mayWrite).
+func (i *intents) disown(key, sync string, err error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if in, ok := i.byKey[key]; !ok || in.syncName() != sync {
+		return
+	}
+	delete(i.byKey, key)
+	for _, ch := range i.waiting[key] {
+		ch <- err
+	}
+	delete(i.waiting, key)
 }
 
 // keepOnly forgets the intents of every workload of sync syncName ("" for

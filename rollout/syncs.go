@@ -60,8 +60,12 @@ func (c *Controller) QueueSync(name string) {
 }
 
 // own holds the ownership of the sync of workload key for one reconcile
-// (Config.Owns); without Owns every workload is the controller's.
+// (Config.Owns); without Owns every workload is the controller's, but
+// those of other syncs (see mayWrite).
 func (c *Controller) own(key string) (release func(), owned bool) {
+	if !c.mayWrite(key) {
+		return func() {}, false
+	}
 	if c.owns == nil {
 		return func() {}, true
 	}
