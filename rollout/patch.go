@@ -53,6 +53,13 @@ const statusSubresource = "status"
 // still copies the annotations to the newest ReplicaSet: one write of its
 // own per status change, where there were two.
 //
+// A status write is the daemon's own bookkeeping, as the sync record is:
+// it goes out with the controller's client, not as the sync's identity.
+// Kubernetes' admin and edit roles give a team's ServiceAccount no write
+// of deployments/status, and a rollout whose status could not be written
+// would never be seen to move (see docs/syncs.md, "The rights of a
+// sync").
+//
 // A write that clears the command it acted on (plimsoll.dev/command) goes
 // as a JSON patch that first tests the command is still the one acted on:
 // one set meanwhile with `kubectl annotate` fails the write, and the next
@@ -68,10 +75,11 @@ func (c *Controller) patchDeployment(ctx context.Context, live, want *appsv1.Dep
 		return live, err
 	}
 	var subresources []string
+	writer := c.writerOf(live)
 	if target == statusSubresource {
-		subresources = []string{statusSubresource}
+		subresources, writer = []string{statusSubresource}, c.client
 	}
-	out, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, patchType, patch,
+	out, err := writer.AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, patchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, subresources...)
 	if err != nil {
 		return nil, fmt.Errorf("write Deployment %s: %w", live.Name, err)
@@ -277,7 +285,7 @@ func (c *Controller) notePause(ctx context.Context, d *appsv1.Deployment) (*apps
 	if err != nil {
 		return nil, fmt.Errorf("encode the Progressing condition of Deployment %s: %w", d.Name, err)
 	}
-	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, patch,
+	out, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, statusSubresource)
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):

@@ -105,3 +105,48 @@ func TestSyncSinksForgetOnlyTheirOwn(t *testing.T) {
 		t.Error("a sync ClientFor gives no client for is not written with the controller's own")
 	}
 }
+
+// TestStatusWritesAreTheDaemons: a patch of a team's Deployment that
+// carries its status alone (plimsoll.dev/ annotations) goes to the status
+// subresource with the controller's own client, which Kubernetes' admin
+// and edit roles would refuse the team's identity; a write of its spec
+// goes out as the team's.
+func TestStatusWritesAreTheDaemons(t *testing.T) {
+	ctx := context.Background()
+	live := deploymentOf("team-b", "api")
+	own, teamB := fake.NewClientset(live.DeepCopy()), fake.NewClientset(live.DeepCopy())
+	c := New(Config{Client: own, Log: slog.New(slog.DiscardHandler),
+		ClientFor: func(name string) kubernetes.Interface {
+			if name == "team-b" {
+				return teamB
+			}
+			return nil
+		}})
+	status := live.DeepCopy()
+	status.Annotations = map[string]string{contract.AnnotationPhase: "Progressing"}
+	if _, err := c.patchDeployment(ctx, live, status, false); err != nil {
+		t.Fatal(err)
+	}
+	spec := live.DeepCopy()
+	spec.Spec.Template.Spec.Containers[0].Image = "web:v2"
+	if _, err := c.patchDeployment(ctx, live, spec, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := patches(own); len(got) != 1 || got[0] != "status" {
+		t.Errorf("the controller's own client patched %q, want the status write alone", got)
+	}
+	if got := patches(teamB); len(got) != 1 || got[0] != "" {
+		t.Errorf("team-b's client patched %q, want the spec write alone", got)
+	}
+}
+
+// patches lists the subresource of every patch client was sent.
+func patches(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "patch" {
+			out = append(out, a.GetSubresource())
+		}
+	}
+	return out
+}
