@@ -195,6 +195,9 @@ type Controller struct {
 	// owns and clientFor are Config.Owns and Config.ClientFor.
 	owns      func(syncName string) (release func(), owned bool)
 	clientFor func(syncName string) kubernetes.Interface
+	// grants are the rights the syncs' identities were found to have
+	// (see checkRights).
+	grants grants
 }
 
 // New returns a Controller. Its informers on Deployments, ReplicaSets and
@@ -397,7 +400,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer release()
 	err := c.reconcile(ctx, key)
 	c.intents.reconciled(key, err)
-	if err != nil {
+	switch {
+	case err != nil && refused(err):
+		c.reportRefusal(ctx, key, err)
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, refusedRetry)
+		return true
+	case err != nil:
 		c.log.Info("reconcile failed; retrying", "workload", key, "err", err)
 		c.queue.AddRateLimited(key)
 		return true

@@ -181,6 +181,11 @@ func ownerError(d *appsv1.Deployment, owner string) error {
 // marks it Degraded with the error, and holds it as it is until Git
 // changes; the pods do not notice.
 func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
+	return c.checkDeployment(ctx, cmp.Or(git.Labels[contract.LabelSync], c.syncName), git, services)
+}
+
+// checkDeployment is CheckDeployment for a Deployment of sync syncName.
+func (c *Controller) checkDeployment(ctx context.Context, syncName string, git *appsv1.Deployment, services []string) error {
 	if !c.watches(git.Namespace) {
 		return fmt.Errorf("namespace %q is not one the rollout controller watches", git.Namespace)
 	}
@@ -193,7 +198,7 @@ func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment
 		err = c.checkSelector(ctx, git)
 	}
 	if err == nil {
-		err = c.checkRights(ctx, git)
+		err = c.checkRights(ctx, syncName, git)
 	}
 	if err == nil {
 		if c.intents.accept(key) {

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type Metrics struct {
 	measures  *prometheus.CounterVec
 	verdicts  *prometheus.CounterVec
 	refusals  *prometheus.CounterVec
+	writes    *prometheus.CounterVec
 
 	mu sync.Mutex
 	// started holds when each workload's revision in flight started, by
@@ -70,9 +72,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "plimsoll_rollout_selector_refusals_total",
 			Help: "Service selector writes refused because the new selector would select fewer ready pods than the strategy keeps.",
 		}, []string{"namespace", "service"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plimsoll_rollout_write_refusals_total",
+			Help: "Writes of a workload's rollout that the API server refused (forbidden, or not admitted), by namespace and workload.",
+		}, []string{"namespace", "workload"}),
 		started: map[string]revisionStart{},
 	}
-	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands, m.measures, m.verdicts, m.refusals)
+	reg.MustRegister(m.phase, m.duration, m.rollbacks, m.commands, m.measures, m.verdicts, m.refusals, m.writes)
 	return m
 }
 
@@ -104,6 +110,16 @@ func (m *Metrics) observe(ns, name, strategy string, status strategies.Status, n
 		}
 		delete(m.started, key)
 	}
+}
+
+// refused counts a write of workload key ("namespace/name") that the API
+// server refused.
+func (m *Metrics) refused(key string) {
+	if m == nil {
+		return
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	m.writes.WithLabelValues(ns, name).Inc()
 }
 
 // rolledBack counts an automatic rollback.

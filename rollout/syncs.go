@@ -30,6 +30,13 @@ type SyncSink struct {
 // ForSync returns the sync.DeploymentSink of sync name.
 func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controller: c, sync: name} }
 
+// CheckDeployment is Controller.CheckDeployment for a Deployment of the
+// sync's commit, whose rights are checked for the sync's identity: Git's
+// Deployment carries no plimsoll.dev/sync label before it is applied.
+func (s *SyncSink) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
+	return s.checkDeployment(ctx, s.sync, git, services)
+}
+
 // SyncDeployments is Controller.SyncDeployments for the sync's workloads.
 func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
 	return s.handOff(ctx, s.sync, commit, subject, desired, leaving)
