@@ -119,8 +119,8 @@ func missing(ns, name, awaited string, looks []recordLook) error {
 // replaced is the error of a wait whose awaited commit a history without
 // it replaced.
 func replaced(sync, awaited string, a ancestry) error {
-	return fmt.Errorf("commit %s was replaced by %s, which does not contain it (the branch was force-pushed or rewound): sync %s will not apply %s",
-		short(awaited), short(a.by), sync, short(awaited))
+	return fmt.Errorf("commit %s was replaced by %s, which does not contain it (the branch was force-pushed or rewound, or %s was never pushed to it): sync %s will not apply %s",
+		short(awaited), short(a.by), short(awaited), sync, short(awaited))
 }
 
 // sameCommit reports whether full names commit, given in full or as a

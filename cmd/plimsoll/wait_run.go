@@ -25,11 +25,13 @@ const waitGuardLook = time.Second
 func runWait(ctx context.Context, client kubernetes.Interface, cfg workload.WaitConfig, anc ancestor) error {
 	out := &lockedWriter{w: cfg.Out}
 	g := newGuard(client, cfg, anc, out)
-	deadline := time.Now().Add(cfg.Timeout)
 	_, err := g.look(ctx) // a first target that moved is in g.commit()
+	// The first Wait takes the whole timeout, and says so when it
+	// passes; one for a descendant, what is left of it.
+	deadline, timeout := time.Now().Add(cfg.Timeout), cfg.Timeout
 	for err == nil {
 		next := cfg
-		next.Commit, next.Out, next.Timeout = g.commit(), out, time.Until(deadline)
+		next.Commit, next.Out, next.Timeout = g.commit(), out, timeout
 		if next.Timeout <= 0 {
 			return exitCode(exitWaitTimeout, fmt.Errorf("%w after %s", workload.ErrWaitTimeout, cfg.Timeout))
 		}
@@ -40,8 +42,12 @@ func runWait(ctx context.Context, client kubernetes.Interface, cfg workload.Wait
 			}
 			return nil
 		}
+		timeout = time.Until(deadline).Round(time.Second)
 	}
-	if errors.Is(err, workload.ErrWaitTimeout) {
+	switch {
+	case errors.Is(err, workload.ErrWaitTimeout) && g.followed() != "":
+		return exitCode(exitWaitTimeout, fmt.Errorf("wait for the descendant that replaced the awaited commit, in the rest of --timeout %s: %w", cfg.Timeout, err))
+	case errors.Is(err, workload.ErrWaitTimeout):
 		return exitCode(exitWaitTimeout, err)
 	}
 	return err
