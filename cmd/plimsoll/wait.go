@@ -25,12 +25,12 @@ the workload's sync had applied when the wait began; a Healthy status from
 before the sync applied it (the previous revision's) never ends the wait.
 With --all, wait for every workload of the sync --sync-name.
 
-A commit that a descendant replaced (pushed before it was applied, or
-while its rollout went on) is waited for on that descendant: the wait
-ends 0 once the workloads are Healthy there, and says so. With --repo, the
-sync's repository, the wait tells a descendant from a history without the
-commit (a force-push, a rewind); without it, the wait cannot tell them
-apart, and goes on for the awaited commit.
+With --repo, the sync's repository, a commit that a descendant replaced
+(pushed before it was applied, or while its rollout went on) is waited
+for on that descendant: the wait ends 0 once the workloads are Healthy
+there, and says so; one that a history without it replaced (a
+force-push, a rewind) ends the wait at once. Without --repo, the wait
+cannot tell the two apart, and goes on for the awaited commit.
 
 Exits 0 once every workload is Healthy; 1 at once when one is Degraded (its
 revision failed, or the commit's template is the one that failed) or the
@@ -48,7 +48,7 @@ blue-green revision waiting for its swap from a finished rollout.`,
 			switch {
 			case allNamespaces && !cfg.All:
 				return errors.New("-A reads every namespace for --all; named workloads are in --namespace")
-			case git.repo != "" && cfg.Commit != "" && len(cfg.Commit) != 40 && len(cfg.Commit) != 64:
+			case git.repo != "" && cfg.Commit != "" && len(cfg.Commit) != sha1Hex && len(cfg.Commit) != sha256Hex:
 				return fmt.Errorf("--commit %q: --repo needs the commit in full", cfg.Commit)
 			}
 			return cfg.Validate()

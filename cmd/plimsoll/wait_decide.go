@@ -129,6 +129,14 @@ func sameCommit(full, commit string) bool {
 	return len(commit) >= shortCommit && len(full) >= len(commit) && full[:len(commit)] == commit
 }
 
-// shortCommit is the shortest prefix of a commit that --commit takes: the
-// length of the short commits in messages and Events.
-const shortCommit = 7
+// Lengths of a commit's name.
+const (
+	// shortCommit is the shortest prefix of a commit that --commit takes:
+	// the length of the short commits in messages and Events.
+	shortCommit = 7
+	// sha1Hex and sha256Hex are a commit's full name in a SHA-1 and a
+	// SHA-256 repository: what --commit must be with --repo, whose
+	// clone is asked by full name.
+	sha1Hex   = 40
+	sha256Hex = 64
+)
