@@ -32,7 +32,11 @@ import (
 // asked for a block list ({}, [] and null read as empty). What the lines
 // cannot tell (a merge key, an alias or a flow collection where those are
 // needed) is refused as not parsing rather than guessed at; the lines of
-// the other charts are not read further than their indentation.
+// the other charts are not read further than their indentation. A quoted
+// or flow value that goes on over lines must go on indented under its
+// key, as YAML requires: go-yaml also takes such lines at any
+// indentation, which lines alone cannot follow (a line at the margin
+// inside a quoted description would read as a key of the top level).
 func scanYAMLIndex(r io.Reader, name string) ([]indexVersion, bool, error) {
 	s := &lineScanner{name: name, rootIndent: -1, chartIndent: -1, itemIndent: -1}
 	br := bufio.NewReaderSize(r, 64<<10)

@@ -269,3 +269,24 @@ func endless(w io.Writer) {
 		}
 	}
 }
+
+// FuzzReadIndexAgrees checks that an index read as a stream, when it is
+// read at all, answers for each chart what a parse of the whole gives.
+func FuzzReadIndexAgrees(f *testing.F) {
+	f.Add(smallIndex().yaml(f))
+	f.Add(smallIndex().json(f, false))
+	f.Add("entries:\n  web:\n  - version: 1.0.0\n    urls: [a]\n  db: []\n")
+	f.Add("entries:\n    web:\n        - version: 1.0.0\n          description: |\n            x: y\n        - version: 2.0.0\n")
+	f.Fuzz(func(t *testing.T, index string) {
+		for _, name := range []string{"web", "db"} {
+			versions, found, err := readIndex(strings.NewReader(index), "index x", name, 0)
+			if err != nil {
+				continue
+			}
+			whole := describe(readIndex(strings.NewReader(index), "index x", name, 1<<30))
+			if streamed := describe(versions, found, nil); !strings.HasPrefix(whole, "error: ") && streamed != whole {
+				t.Fatalf("chart %s of %q: read as a stream %s, parsed whole %s", name, index, streamed, whole)
+			}
+		}
+	})
+}
