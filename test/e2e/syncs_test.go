@@ -92,25 +92,25 @@ func tokenKubeconfig(t *testing.T, ns, name, contextNS string) string {
 // platform's daemon may impersonate it.
 func (p *platform) team(t *testing.T, name string) string {
 	t.Helper()
-	ns := kit.NewNamespace(t, suite.client, name)
-	kubectlApply(t, ns, map[string]string{"team.yaml": fmt.Sprintf(`apiVersion: v1
-kind: ServiceAccount
-metadata: {name: deployer, namespace: %[1]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
+	return p.teamWith(t, name, func(ns string) string {
+		return teamAccount(ns) + fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
-metadata: {name: deployer, namespace: %[1]s}
+metadata: {name: deployer, namespace: %s}
 rules:
 - apiGroups: ["*"]
   resources: ["*"]
   verbs: ["*"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: deployer, namespace: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}
-subjects: [{kind: ServiceAccount, name: deployer, namespace: %[1]s}]
----
+`, ns)
+	})
+}
+
+// teamWith makes the namespace of a team, its ServiceAccount deployer
+// and its rights, as rights(namespace) says (the ServiceAccount
+// included); the platform's daemon may impersonate deployer.
+func (p *platform) teamWith(t *testing.T, name string, rights func(ns string) string) string {
+	t.Helper()
+	ns := kit.NewNamespace(t, suite.client, name)
+	kubectlApply(t, ns, map[string]string{"team.yaml": rights(ns) + fmt.Sprintf(`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: plimsoll-impersonates, namespace: %[1]s}

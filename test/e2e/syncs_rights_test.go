@@ -1,0 +1,256 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
+)
+
+// strategyWorkloads is a team repository of one workload of each
+// strategy, web-rolling, web-canary and web-bg, with their Services, at
+// image version, and a ConfigMap.
+func strategyWorkloads(version string) map[string]string {
+	return map[string]string{
+		"rolling.yaml": switchManifest("web-rolling", "rolling", version, false),
+		"canary.yaml":  switchManifest("web-canary", "canary", version, false),
+		"bg.yaml":      switchManifest("web-bg", "blue-green", version, false),
+		"config.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {version: " + version + "}\n",
+	}
+}
+
+// TestTeamRights: a team sync whose ServiceAccount has the rights of
+// docs/guide.md (the ClusterRole admin, bound in its namespace) or the
+// Role of docs/syncs.md, each word for word, rolls a rolling, a canary
+// and a blue-green workload out to Healthy, twice; the Role of
+// docs/syncs.md less any one of its rights that the workloads need
+// refuses the commit before anything of it is applied, naming the verb
+// and the resource.
+func TestTeamRights(t *testing.T) {
+	parallel(t)
+	p := newPlatform(t)
+	guide := p.teamWith(t, "guide", func(ns string) string { return docTeam(t, ns) })
+	role := p.teamWith(t, "role", func(ns string) string { return teamAccount(ns) + docRole(t, ns, "", "") })
+	good := newGitRepo(t)
+	v1 := good.commit("v1", strategyWorkloads("v1"))
+
+	// Each right, taken away in turn: the name of the sync, and the
+	// resource and verb it lacks.
+	lacking := []struct{ resource, verb string }{
+		{"deployments", "create"}, {"deployments", "update"}, {"deployments", "patch"}, {"deployments", "delete"},
+		{"replicasets", "patch"}, {"replicasets", "delete"}, {"pods", "patch"}, {"pods", "delete"}, {"services", "patch"},
+	}
+	decl := func(name, ns string) string {
+		return p.declaration(name, fmt.Sprintf("repository: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n", good.URL(), ns, ns))
+	}
+	declarations := map[string]string{"guide.yaml": decl("guide", guide), "role.yaml": decl("role", role)}
+	spaces := map[string]string{}
+	for _, l := range lacking {
+		name := "no-" + l.verb + "-" + l.resource
+		ns := p.teamWith(t, name, func(ns string) string { return teamAccount(ns) + docRole(t, ns, l.resource, l.verb) })
+		spaces[name] = ns
+		declarations[name+".yaml"] = decl(name, ns)
+	}
+	rootHead := p.root.commit("teams", declarations)
+	d := kit.StartDaemon(t, p)
+	p.waitForSynced(t, "root", rootHead)
+
+	for _, l := range lacking {
+		name := "no-" + l.verb + "-" + l.resource
+		msg := p.waitForRefused(t, name, v1)
+		// The dry-run names a resource as the API server does
+		// ("deployments" in API group "apps"), the rights check as RBAC
+		// ("deployments.apps").
+		verb := regexp.MustCompile(`(may not|cannot) ` + l.verb + ` (resource "` + l.resource + `"|` + l.resource + `\b)`)
+		if !verb.MatchString(msg) {
+			t.Errorf("sync %s: message %q does not name %s %s", name, msg, l.verb, l.resource)
+		}
+		ns := spaces[name]
+		for _, kind := range []string{"deployments", "services", "configmaps"} {
+			if left := labelledObjects(t, ns, kind, p.sync(name)); len(left) > 0 {
+				t.Errorf("sync %s, refused, applied %s %v", name, kind, left)
+			}
+		}
+	}
+
+	for _, team := range []struct{ sync, ns string }{{"guide", guide}, {"role", role}} {
+		p.waitForSynced(t, team.sync, v1)
+		for _, w := range []string{"web-rolling", "web-canary", "web-bg"} {
+			waitForWorkload(t, team.ns, w, 1, "Healthy")
+		}
+	}
+	v2 := good.commit("v2", strategyWorkloads("v2"))
+	for _, team := range []struct{ sync, ns string }{{"guide", guide}, {"role", role}} {
+		p.waitForSynced(t, team.sync, v2)
+		for _, w := range []string{"web-rolling", "web-canary", "web-bg"} {
+			waitForWorkload(t, team.ns, w, 2, "Healthy")
+		}
+		if refused := warnings(t, team.ns, "WriteRefused"); len(refused) > 0 {
+			t.Errorf("team %s: writes refused: %q", team.sync, refused)
+		}
+	}
+	d.FailIfExited(t)
+}
+
+// waitForWorkload waits until workload name of ns is at revision in
+// phase, as the Deployment that carries its newest revision says.
+func waitForWorkload(t *testing.T, ns, name string, revision int, phase string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s/%s revision %d %s", ns, name, revision, phase), func(context.Context) (bool, error) {
+		_, st := workloadStatus(t, ns, name)
+		return st["plimsoll.dev/revision"] == fmt.Sprint(revision) && st["plimsoll.dev/phase"] == phase, nil
+	})
+}
+
+// labelledObjects names the objects of kind (deployments, services or
+// configmaps) in ns that sync applied or made.
+func labelledObjects(t *testing.T, ns, kind, sync string) []string {
+	t.Helper()
+	opts := metav1.ListOptions{LabelSelector: "plimsoll.dev/sync=" + sync}
+	var names []string
+	switch kind {
+	case "deployments":
+		list, err := suite.client.AppsV1().Deployments(ns).List(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	case "services":
+		list, err := suite.client.CoreV1().Services(ns).List(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	case "configmaps":
+		list, err := suite.client.CoreV1().ConfigMaps(ns).List(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	}
+	return names
+}
+
+// warnings lists the messages of the Warning Events of reason in ns.
+func warnings(t *testing.T, ns, reason string) []string {
+	t.Helper()
+	list, err := suite.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.Type == "Warning" && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// teamAccount is the ServiceAccount deployer of ns and its RoleBinding
+// to the Role deployer.
+func teamAccount(ns string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: deployer, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}
+subjects: [{kind: ServiceAccount, name: deployer, namespace: %[1]s}]
+---
+`, ns)
+}
+
+// docBlock returns the first fenced block of docs/<file> after the line
+// that starts with after.
+func docBlock(t *testing.T, file, after string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(suite.root, "docs", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	i := strings.Index(text, "\n"+after)
+	if i < 0 {
+		t.Fatalf("docs/%s has no line starting %q", file, after)
+	}
+	text = text[i:]
+	start := strings.Index(text, "```yaml\n")
+	end := strings.Index(text[start+8:], "```")
+	if start < 0 || end < 0 {
+		t.Fatalf("docs/%s has no yaml block after %q", file, after)
+	}
+	return text[start+8 : start+8+end]
+}
+
+// docTeam is the ServiceAccount and RoleBinding of docs/guide.md's many
+// teams, word for word, in namespace ns instead of team-a.
+func docTeam(t *testing.T, ns string) string {
+	t.Helper()
+	docs := strings.Split(docBlock(t, "guide.md", "## Many teams"), "---\n")
+	if len(docs) < 2 || !strings.Contains(docs[1], "name: admin") {
+		t.Fatalf("docs/guide.md's many teams no longer start with a ServiceAccount and its RoleBinding to admin: %q", docs)
+	}
+	return strings.ReplaceAll(docs[0]+"---\n"+docs[1], "team-a", ns) + "---\n"
+}
+
+// docRole is the Role of docs/syncs.md, word for word, in namespace ns
+// instead of team-a; with resource set, less its verb on resource.
+func docRole(t *testing.T, ns, resource, verb string) string {
+	t.Helper()
+	text := strings.ReplaceAll(docBlock(t, "syncs.md", "<!-- team-role -->"), "team-a", ns)
+	if resource == "" {
+		return text
+	}
+	var role rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(text), &role); err != nil {
+		t.Fatalf("docs/syncs.md's Role: %v", err)
+	}
+	var rules []rbacv1.PolicyRule
+	found := false
+	for _, r := range role.Rules {
+		if !slices.Contains(r.Resources, resource) {
+			rules = append(rules, r)
+			continue
+		}
+		if others := slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == resource }); len(others) > 0 {
+			rest := r
+			rest.Resources = others
+			rules = append(rules, rest)
+		}
+		lacking := r
+		lacking.Resources = []string{resource}
+		lacking.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(s string) bool { return s == verb })
+		found = found || len(lacking.Verbs) < len(r.Verbs)
+		rules = append(rules, lacking)
+	}
+	if !found {
+		t.Fatalf("docs/syncs.md's Role grants no %s on %s", verb, resource)
+	}
+	role.Rules = rules
+	out, err := yaml.Marshal(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
