@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -76,6 +77,10 @@ func (s *Syncer) stale(ctx context.Context, prev inventory.Status, err error) in
 // failed records a failed sync of commit head: nothing of it was applied
 // (or, for an apply error, not all of it), and nothing was pruned.
 func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step string, err error) inventory.Status {
+	// Whatever failed, a URL in the error (a chart's archive pre-signed
+	// in its index, a repository given with a token) is shown without
+	// its credentials, in the status, the log and the Event alike.
+	err = redact.Error(err)
 	s.handedOff = "" // the next good commit is handed over in full again
 	// A kind the cache still maps may be gone (a CRD deleted by hand):
 	// the next sync discovers afresh.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -357,7 +358,7 @@ func (s *Syncer) syncOnce(ctx context.Context, head string) error {
 		err = errors.Join(err, serr)
 	}
 	s.cfg.Metrics.observe(outcome, s.cfg.Clock.Since(start))
-	return err
+	return redact.Error(err)
 }
 
 // sync does the work of SyncOnce and returns the status to record; it
@@ -390,7 +391,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	if err != nil {
 		return s.failed(ctx, fetched, head, "render", err), outcomeFailed, err
 	}
-	redact := newRedactor(objs)
+	secrets := newRedactor(objs)
 
 	if st, held, err := s.holdRewind(ctx, rec, fetched); held || err != nil {
 		if !held {
@@ -414,12 +415,12 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		if hook := (*HookError)(nil); errors.As(err, &hook) {
 			step = hook.Event + " hook"
 		}
-		err = redact.err(err)
+		err = secrets.err(err)
 		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
 	}
 	pruned, err := s.prune(ctx, plan, rec)
 	if err != nil {
-		err = redact.err(err)
+		err = secrets.err(err)
 		return s.failed(ctx, fetched, head, "prune", err), outcomeFailed, err
 	}
 

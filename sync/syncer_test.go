@@ -1,10 +1,20 @@
 package sync
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery/cached/memory"
+	fakedisco "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/restmapper"
+	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
@@ -82,4 +92,38 @@ func TestDescribeWaits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedShowsNoURLCredential: a sync that fails on an error naming a
+// URL with credentials (a chart's archive pre-signed in its index)
+// records, logs and reports it without them.
+func TestFailedShowsNoURLCredential(t *testing.T) {
+	var logged bytes.Buffer
+	events := &recordedEvents{}
+	s := New(Config{Name: "web", Log: slog.New(slog.NewTextHandler(&logged, nil)), Events: events,
+		Store:   inventory.NewStore(fake.NewClientset(), "plimsoll", "web"),
+		Applier: apply.New(apply.Config{Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(fakediscovery()))})})
+	err := fmt.Errorf("render: read archive https://ci:hunter2@charts.example/web-1.0.0.tgz?X-Amz-Signature=s3cr3t&x=1: 403")
+	st := s.failed(context.Background(), inventory.Status{}, "0123456789abcdef", "render", err)
+	for what, text := range map[string]string{"status": st.Message, "log": logged.String(), "Event": strings.Join(events.messages, "\n")} {
+		for _, secret := range []string{"hunter2", "s3cr3t"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s shows %q: %s", what, secret, text)
+			}
+		}
+		if !strings.Contains(text, "charts.example/web-1.0.0.tgz") {
+			t.Errorf("the %s no longer names the archive: %s", what, text)
+		}
+	}
+}
+
+// recordedEvents keeps the messages of the Events recorded.
+type recordedEvents struct{ messages []string }
+
+func (r *recordedEvents) Event(_ context.Context, _ runtime.Object, _, _, message string) {
+	r.messages = append(r.messages, message)
+}
+
+func fakediscovery() *fakedisco.FakeDiscovery {
+	return &fakedisco.FakeDiscovery{Fake: &k8stesting.Fake{}}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/analysis"
+	"plimsoll.dev/plimsoll/internal/redact"
 	"plimsoll.dev/plimsoll/sync/source"
 	"plimsoll.dev/plimsoll/sync/window"
 )
@@ -109,7 +110,7 @@ func (o *sourceOptions) measurer(client kubernetes.Interface) (*analysis.Measure
 	cfg := analysis.Config{PrometheusURL: o.prometheusURL, Client: client}
 	if o.prometheusURL != "" {
 		if u, err := url.Parse(o.prometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--prometheus-url %q: want an http or https URL", o.prometheusURL)
+			return nil, fmt.Errorf("--prometheus-url %q: want an http or https URL", redact.URL(o.prometheusURL))
 		}
 	}
 	if o.prometheusTokenFile != "" {
