@@ -412,6 +412,9 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		if owned := (*apply.OwnerError)(nil); errors.As(err, &owned) {
 			step = "ownership check"
 		}
+		if prune := (*apply.PruneRefusal)(nil); errors.As(err, &prune) {
+			step = "rights check"
+		}
 		if hook := (*HookError)(nil); errors.As(err, &hook) {
 			step = hook.Event + " hook"
 		}
@@ -472,6 +475,9 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 // applied.
 func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
+	if err == nil && s.cfg.Prune {
+		err = s.cfg.Applier.CheckPrunes(ctx, plan.Prune)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,7 +37,8 @@ func strategyWorkloads(version string) map[string]string {
 // and a blue-green workload out to Healthy, twice; the Role of
 // docs/syncs.md less any one of its rights that the workloads need
 // refuses the commit before anything of it is applied, naming the verb
-// and the resource.
+// and the resource; less the delete of ConfigMaps, a commit that prunes
+// one is refused before anything of it is applied.
 func TestTeamRights(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
@@ -63,6 +64,10 @@ func TestTeamRights(t *testing.T) {
 		spaces[name] = ns
 		declarations[name+".yaml"] = decl(name, ns)
 	}
+	// A team that may not delete its ConfigMaps: its commit that drops
+	// one is refused before anything of it is applied.
+	noPrune := p.teamWith(t, "no-prune", func(ns string) string { return teamAccount(ns) + docRole(t, ns, "configmaps", "delete") })
+	declarations["no-prune.yaml"] = decl("no-prune", noPrune)
 	rootHead := p.root.commit("teams", declarations)
 	d := kit.StartDaemon(t, p)
 	p.waitForSynced(t, "root", rootHead)
@@ -91,7 +96,19 @@ func TestTeamRights(t *testing.T) {
 			waitForWorkload(t, team.ns, w, 1, "Healthy")
 		}
 	}
-	v2 := good.commit("v2", strategyWorkloads("v2"))
+	p.waitForSynced(t, "no-prune", v1)
+	v2files := strategyWorkloads("v2")
+	v2files["config.yaml"] = "" // the ConfigMap leaves Git
+	v2 := good.commit("v2", v2files)
+	msg := p.waitForRefused(t, "no-prune", v2)
+	for _, want := range []string{"rights check failed", "prune ConfigMap " + noPrune + "/settings", "may not delete configmaps in namespace " + noPrune} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("sync no-prune: message %q does not say %q", msg, want)
+		}
+	}
+	if configMapData(t, noPrune, "settings") == nil {
+		t.Error("sync no-prune's ConfigMap was pruned, though its commit was refused")
+	}
 	for _, team := range []struct{ sync, ns string }{{"guide", guide}, {"role", role}} {
 		p.waitForSynced(t, team.sync, v2)
 		for _, w := range []string{"web-rolling", "web-canary", "web-bg"} {
@@ -99,6 +116,14 @@ func TestTeamRights(t *testing.T) {
 		}
 		if refused := warnings(t, team.ns, "WriteRefused"); len(refused) > 0 {
 			t.Errorf("team %s: writes refused: %q", team.sync, refused)
+		}
+		waitFor(t, "team "+team.sync+"'s ConfigMap to be pruned", func(context.Context) (bool, error) {
+			return configMapData(t, team.ns, "settings") == nil, nil
+		})
+	}
+	for _, w := range []string{"web-rolling", "web-canary", "web-bg"} {
+		if _, st := workloadStatus(t, noPrune, w); st["plimsoll.dev/revision"] != "1" {
+			t.Errorf("sync no-prune's %s went to revision %s, though its commit was refused", w, st["plimsoll.dev/revision"])
 		}
 	}
 	d.FailIfExited(t)
