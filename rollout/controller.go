@@ -402,9 +402,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	c.intents.reconciled(key, err)
 	switch {
 	case err != nil && refused(err):
-		c.reportRefusal(ctx, key, err)
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, refusedRetry)
+		if c.queue.NumRequeues(key) >= refusalsReported {
+			c.reportRefusal(ctx, key, err)
+		} else {
+			c.log.Info("write refused; retrying", "workload", key, "err", err)
+		}
+		c.queue.AddRateLimited(key)
 		return true
 	case err != nil:
 		c.log.Info("reconcile failed; retrying", "workload", key, "err", err)

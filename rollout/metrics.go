@@ -74,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"namespace", "service"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plimsoll_rollout_write_refusals_total",
-			Help: "Writes of a workload's rollout that the API server refused (forbidden, or not admitted), by namespace and workload.",
+			Help: "Writes of a workload's rollout that the API server refused (forbidden, or not admitted), from the tenth refusal in a row on, by namespace and workload.",
 		}, []string{"namespace", "workload"}),
 		started: map[string]revisionStart{},
 	}

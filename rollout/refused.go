@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +18,15 @@ import (
 // when the API server refuses a write of its rollout (see reportRefusal).
 const ReasonWriteRefused = "WriteRefused"
 
-// refusedRetry is how long a workload whose write was refused waits for
-// its next reconcile, unless a change of its objects brings it sooner:
-// a refusal lasts until a person grants a right or changes a webhook,
-// and each retry costs the refused request and a repeat of the Event.
-const refusedRetry = time.Minute
+// refusalsReported is how many times in a row a workload's writes are
+// refused before the refusal is reported (see reportRefusal). The retries
+// back off from 5 ms, doubling: the tenth comes some 5 s after the first.
+// An API server that has just started answers 403 for a moment, before
+// its RBAC caches are filled, and a webhook being rolled out refuses
+// for as long as its pods take; neither is worth a Warning. A refusal
+// that lasts is retried every 10 s (retryMax), each retry one refused
+// request and a repeat of the Event, which raises its count.
+const refusalsReported = 10
 
 // refusedPrefix starts the message of a workload whose write was
 // refused.
@@ -44,9 +47,9 @@ func refused(err error) bool {
 // Warning Event says the same, plimsoll_rollout_write_refusals_total
 // counts it, and the log says it at the level of a warning. The phase is
 // left as it is: the revision did not fail, and a rollback would need the
-// very writes that are refused. The reconcile is retried after
-// refusedRetry, so a right granted since takes effect by itself; each
-// retry refused writes the same message again, which is no write at all. The
+// very writes that are refused. The reconcile goes on being retried, so a
+// right granted since takes effect by itself; each retry refused writes
+// the same message again, which is no write at all. The
 // message and the Event go out with the controller's own rights, which
 // the sync's identity may lack.
 func (c *Controller) reportRefusal(ctx context.Context, key string, err error) {

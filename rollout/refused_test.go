@@ -34,7 +34,7 @@ func TestRefusedWriteIsReported(t *testing.T) {
 	})
 	k.toV2(canaryAnnotations)
 	var msg string
-	for range 20 {
+	for range 3 * refusalsReported {
 		k.settle()
 		time.Sleep(50 * time.Millisecond)
 		k.clock.Step(time.Minute)
