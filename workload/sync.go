@@ -32,6 +32,9 @@ type Sync struct {
 	BlockedWriter string `json:"blockedWriter,omitempty"`
 	// Objects is how many objects the record's inventory lists.
 	Objects int `json:"-"`
+	// Inventory is what the record's inventory lists; empty when it is
+	// damaged (see RecordDamage).
+	Inventory inventory.Inventory `json:"-"`
 	// Templates are the template hashes of the Deployments of Commit,
 	// by namespace/name (inventory.DataTemplates); nil when the record
 	// has none.
@@ -61,7 +64,7 @@ func SyncOf(cm *corev1.ConfigMap) (Sync, bool) {
 	if err != nil {
 		s.RecordDamage = fmt.Sprintf("the inventory of %s/%s does not parse: %v", cm.Namespace, cm.Name, err)
 	}
-	s.Objects = len(inv)
+	s.Objects, s.Inventory = len(inv), inv
 	s.Templates = inventory.ParseTemplates(cm.Data[inventory.DataTemplates])
 	return s, true
 }

@@ -9,13 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 	"plimsoll.dev/plimsoll/workload"
 )
@@ -53,11 +51,6 @@ type syncGuard struct {
 	said       string
 }
 
-// syncRecord is a sync's record as the guard reads it.
-type syncRecord struct {
-	workload.Sync
-	inventory inventory.Inventory
-}
 
 func newGuard(client kubernetes.Interface, cfg workload.WaitConfig, anc ancestor, out io.Writer) *guard {
 	g := &guard{client: client, cfg: cfg, anc: anc, out: out, found: map[string]string{}, syncs: map[string]*syncGuard{}}
@@ -87,7 +80,7 @@ func (g *guard) look(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	recs := map[string]syncRecord{}
+	recs := map[string]workload.Sync{}
 	follow := false
 	for _, name := range slices.Sorted(maps.Keys(g.syncs)) {
 		sg := g.syncs[name]
@@ -148,7 +141,7 @@ func (g *guard) find(ctx context.Context) ([]string, error) {
 // says, against the awaited one. It reports whether the target moved to a
 // descendant, and fails with exitWaitReplaced when a history without the
 // awaited commit replaced it.
-func (g *guard) judgeSync(ctx context.Context, sg *syncGuard, rec syncRecord) (bool, error) {
+func (g *guard) judgeSync(ctx context.Context, sg *syncGuard, rec workload.Sync) (bool, error) {
 	if sg.awaited == "" {
 		sg.awaited, sg.target = rec.Commit, rec.Commit
 	}
@@ -183,7 +176,7 @@ func (g *guard) judgeSync(ctx context.Context, sg *syncGuard, rec syncRecord) (b
 // applied a commit, or, when no sync is involved, of every sync whose
 // record is in the status namespace (else the workloads' namespace, else
 // any).
-func (g *guard) judgeAbsent(ctx context.Context, absent []string, recs map[string]syncRecord) error {
+func (g *guard) judgeAbsent(ctx context.Context, absent []string, recs map[string]workload.Sync) error {
 	var looks []recordLook
 	for _, name := range slices.Sorted(maps.Keys(recs)) {
 		looks = append(looks, recordLook{sync: name, applied: recs[name].Commit, awaited: g.syncs[name].awaited})
@@ -206,7 +199,7 @@ func (g *guard) judgeAbsent(ctx context.Context, absent []string, recs map[strin
 	for _, name := range absent {
 		key := manifest.Key{Group: "apps", Kind: "Deployment", Namespace: g.cfg.Namespace, Name: name}
 		for i := range looks {
-			_, looks[i].listed = recs[looks[i].sync].inventory[key]
+			_, looks[i].listed = recs[looks[i].sync].Inventory[key]
 		}
 		if err := missing(g.cfg.Namespace, name, g.cfg.Commit, looks); err != nil {
 			return err
@@ -218,74 +211,45 @@ func (g *guard) judgeAbsent(ctx context.Context, absent []string, recs map[strin
 // record reads the record of sync sg: in the status namespace when it is
 // known, else in the workloads' namespace, else wherever the only record
 // of that name is. ok is false while there is none, or several.
-func (g *guard) record(ctx context.Context, sg *syncGuard) (syncRecord, bool, error) {
+func (g *guard) record(ctx context.Context, sg *syncGuard) (workload.Sync, bool, error) {
 	if sg.namespace != "" {
 		cm, err := g.client.CoreV1().ConfigMaps(sg.namespace).Get(ctx, contract.NamePrefix+sg.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return syncRecord{}, false, nil
+			return workload.Sync{}, false, nil
 		}
 		if err != nil {
-			return syncRecord{}, false, fmt.Errorf("read the record of sync %s: %w", sg.name, err)
+			return workload.Sync{}, false, fmt.Errorf("read the record of sync %s: %w", sg.name, err)
 		}
-		rec, ok := recordOf(cm)
+		rec, ok := workload.SyncOf(cm)
 		return rec, ok, nil
 	}
-	selector := metav1.ListOptions{LabelSelector: contract.LabelSync + "=" + sg.name}
 	for _, ns := range []string{g.cfg.Namespace, metav1.NamespaceAll} {
-		recs, err := g.records(ctx, ns, selector)
+		recs, err := workload.FindSyncs(ctx, g.client, ns, sg.name)
 		if err != nil {
-			return syncRecord{}, false, err
+			return workload.Sync{}, false, err
 		}
 		if len(recs) == 1 {
 			sg.namespace = recs[0].Namespace
 			return recs[0], true, nil
 		}
 		if len(recs) > 1 {
-			return syncRecord{}, false, nil // Wait asks for --status-namespace
+			return workload.Sync{}, false, nil // Wait asks for --status-namespace
 		}
 	}
-	return syncRecord{}, false, nil
+	return workload.Sync{}, false, nil
 }
 
 // allRecords reads the records of every sync in the status namespace
 // when it is given, else in the workloads' namespace, else anywhere.
-func (g *guard) allRecords(ctx context.Context) ([]syncRecord, error) {
-	selector := metav1.ListOptions{LabelSelector: contract.LabelSync}
+func (g *guard) allRecords(ctx context.Context) ([]workload.Sync, error) {
 	if g.cfg.StatusNamespace != "" {
-		return g.records(ctx, g.cfg.StatusNamespace, selector)
+		return workload.FindSyncs(ctx, g.client, g.cfg.StatusNamespace, "")
 	}
-	recs, err := g.records(ctx, g.cfg.Namespace, selector)
+	recs, err := workload.FindSyncs(ctx, g.client, g.cfg.Namespace, "")
 	if err != nil || len(recs) > 0 {
 		return recs, err
 	}
-	return g.records(ctx, metav1.NamespaceAll, selector)
-}
-
-// records lists the sync records that selector selects in namespace ns.
-func (g *guard) records(ctx context.Context, ns string, selector metav1.ListOptions) ([]syncRecord, error) {
-	list, err := g.client.CoreV1().ConfigMaps(ns).List(ctx, selector)
-	if err != nil {
-		return nil, fmt.Errorf("list the syncs' records: %w", err)
-	}
-	var out []syncRecord
-	for i := range list.Items {
-		if rec, ok := recordOf(&list.Items[i]); ok {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
-}
-
-// recordOf reads the status and the inventory of sync record cm; ok is
-// false when cm is not one (see workload.SyncOf). A damaged inventory
-// reads as empty: the workload is then not listed, as the record says.
-func recordOf(cm *corev1.ConfigMap) (syncRecord, bool) {
-	s, ok := workload.SyncOf(cm)
-	if !ok {
-		return syncRecord{}, false
-	}
-	inv, _ := inventory.ParseInventory(cm.Data[inventory.DataInventory])
-	return syncRecord{Sync: s, inventory: inv}, true
+	return workload.FindSyncs(ctx, g.client, metav1.NamespaceAll, "")
 }
 
 // commit is the commit the next Wait waits for: the target of the one
