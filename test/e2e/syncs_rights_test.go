@@ -14,6 +14,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
@@ -139,37 +140,21 @@ func waitForWorkload(t *testing.T, ns, name string, revision int, phase string) 
 	})
 }
 
-// labelledObjects names the objects of kind (deployments, services or
-// configmaps) in ns that sync applied or made.
-func labelledObjects(t *testing.T, ns, kind, sync string) []string {
+// labelledObjects names the objects of resource (deployments, services
+// or configmaps) in ns that sync applied or made.
+func labelledObjects(t *testing.T, ns, resource, sync string) []string {
 	t.Helper()
-	opts := metav1.ListOptions{LabelSelector: "plimsoll.dev/sync=" + sync}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: resource}
+	if resource == "deployments" {
+		gvr.Group = "apps"
+	}
+	list, err := suite.dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "plimsoll.dev/sync=" + sync})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
-	switch kind {
-	case "deployments":
-		list, err := suite.client.AppsV1().Deployments(ns).List(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range list.Items {
-			names = append(names, o.Name)
-		}
-	case "services":
-		list, err := suite.client.CoreV1().Services(ns).List(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range list.Items {
-			names = append(names, o.Name)
-		}
-	case "configmaps":
-		list, err := suite.client.CoreV1().ConfigMaps(ns).List(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range list.Items {
-			names = append(names, o.Name)
-		}
+	for _, o := range list.Items {
+		names = append(names, o.GetName())
 	}
 	return names
 }
