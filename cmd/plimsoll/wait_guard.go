@@ -51,7 +51,6 @@ type syncGuard struct {
 	said       string
 }
 
-
 func newGuard(client kubernetes.Interface, cfg workload.WaitConfig, anc ancestor, out io.Writer) *guard {
 	g := &guard{client: client, cfg: cfg, anc: anc, out: out, found: map[string]string{}, syncs: map[string]*syncGuard{}}
 	if cfg.SyncName != "" {
