@@ -67,8 +67,8 @@ func (c *Controller) reportRefusal(ctx context.Context, key string, err error) {
 	}
 	if d == nil {
 		// Nothing runs yet (the create of Git's Deployment was refused):
-		// the Event goes on Git's Deployment, which kubectl describe finds
-		// once it exists, and the sync's Events list.
+		// the Event goes on Git's Deployment, where kubectl get events
+		// lists it now and kubectl describe finds it once it exists.
 		if in, ok := c.intents.get(key); ok && in.git != nil {
 			c.eventFor(ctx, in.git, corev1.EventTypeWarning, ReasonWriteRefused, msg)
 		}

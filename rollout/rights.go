@@ -116,10 +116,13 @@ type grants struct {
 // It asks the API server with a SelfSubjectAccessReview made as the
 // identity, which needs no right of the daemon's.
 func (c *Controller) checkRights(ctx context.Context, name string, git *appsv1.Deployment) error {
-	if c.clientFor == nil || c.clientFor(name) == nil {
+	if c.clientFor == nil {
 		return nil
 	}
 	client := c.clientFor(name)
+	if client == nil {
+		return nil
+	}
 	var live []string
 	if v, ok := c.viewOf(git.Namespace); ok {
 		for _, d := range indexed[*appsv1.Deployment](v.index.deploys, byWorkload, git.Namespace+"/"+git.Name) {
@@ -142,7 +145,7 @@ func (c *Controller) checkRights(ctx context.Context, name string, git *appsv1.D
 		}
 		if !out.Status.Allowed {
 			return &RightError{Sync: name, Namespace: git.Namespace, Verb: r.verb, Resource: resourceName(r), What: r.what,
-				Strategy: cmpStrategy(git.Annotations[contract.AnnotationStrategy])}
+				Strategy: strategyName(git.Annotations)}
 		}
 		c.grants.trust(key, now.Add(rightsTTL))
 	}
@@ -173,15 +176,6 @@ func resourceName(r right) string {
 		return r.resource
 	}
 	return r.resource + "." + r.group
-}
-
-// cmpStrategy is the strategy a workload's annotation names, rolling when
-// it names none.
-func cmpStrategy(s string) string {
-	if s == "" {
-		return contract.StrategyRolling
-	}
-	return s
 }
 
 // RightError refuses a workload whose sync's identity may not make a
