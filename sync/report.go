@@ -11,6 +11,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/redact"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -87,7 +88,7 @@ func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step s
 	s.cfg.Applier.ResetDiscovery()
 	st := prev
 	st.State = contract.SyncFailed
-	st.Message = fmt.Sprintf("commit %s not applied (%s failed; still running %s): %s", short(head), step, shortOrNone(prev.Commit), oneLine(err))
+	st.Message = fmt.Sprintf("%s %s not applied (%s failed; still running %s): %s", revision.Noun(head), short(head), step, shortOrNone(prev.Commit), oneLine(err))
 	s.report(ctx, st, err)
 	return st
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/internal/redact"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -44,7 +45,6 @@ const (
 	// person accepted, recorded as the sync goes on to apply it.
 	ReasonRewindAccepted = "RewindAccepted"
 
-	shortHash = 7
 	// waitsNamed is how many waiting prunes the status message names; it
 	// counts the others, so that the one-line message stays short when a
 	// commit renames many ConfigMaps at once.
@@ -431,12 +431,9 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned, charts), outcomeSynced, nil
 }
 
-func short(hash string) string {
-	if len(hash) > shortHash {
-		return hash[:shortHash]
-	}
-	return hash
-}
+// short is a commit or an artifact's digest as people read it (see
+// revision.Short).
+func short(hash string) string { return revision.Short(hash) }
 
 func shortOrNone(hash string) string {
 	if hash == "" {
