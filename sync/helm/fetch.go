@@ -274,7 +274,7 @@ func (f *fetcher) open(ctx context.Context, u *url.URL, limit int64, what string
 	if err != nil {
 		return nil, err
 	}
-	if user, pass, ok := f.cfg.Credentials.forHost(u.Host); ok {
+	if user, pass, ok := f.cfg.Credentials.ForHost(u.Host); ok {
 		req.SetBasicAuth(user, pass)
 	}
 	resp, err := f.cfg.HTTP.Do(req)
@@ -337,7 +337,7 @@ func (f *fetcher) fromRegistry(ctx context.Context, repo, name, version, want st
 	r.Client = &auth.Client{
 		Client: f.cfg.HTTP,
 		Credential: func(_ context.Context, host string) (auth.Credential, error) {
-			if user, pass, ok := f.cfg.Credentials.forHost(host); ok {
+			if user, pass, ok := f.cfg.Credentials.ForHost(host); ok {
 				return auth.Credential{Username: user, Password: pass}, nil
 			}
 			return auth.EmptyCredential, nil
@@ -399,9 +399,9 @@ type Credentials struct {
 
 type credential struct{ user, password string }
 
-// forHost returns the credentials of a host, ok false when there are none.
+// ForHost returns the credentials of a host, ok false when there are none.
 // A nil Credentials has none.
-func (c *Credentials) forHost(host string) (user, password string, ok bool) {
+func (c *Credentials) ForHost(host string) (user, password string, ok bool) {
 	if c == nil {
 		return "", "", false
 	}
