@@ -1,0 +1,149 @@
+package artifact
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+
+	"plimsoll.dev/plimsoll/sync/source"
+)
+
+// What cosign's classic signatures are made of: a manifest tagged
+// sha256-<hex>.sig beside the artifact, each layer a simple-signing
+// payload with its signature in an annotation.
+const (
+	annotationSignature = "dev.cosignproject.cosign/signature"
+	mediaTypeSimpleSign = "application/vnd.dev.cosign.simplesigning.v1+json"
+	simpleSigningType   = "cosign container image signature"
+	signatureTagSuffix  = ".sig"
+	// maxSignatures bounds the signature layers read for one artifact.
+	maxSignatures = 16
+	// maxPayloadBytes bounds a simple-signing payload (a few hundred
+	// bytes) and maxSignatureManifestBytes its manifest.
+	maxPayloadBytes           = 64 << 10
+	maxSignatureManifestBytes = 256 << 10
+)
+
+// payload is the part of a simple-signing payload the check reads.
+type payload struct {
+	Critical struct {
+		Image struct {
+			Digest string `json:"docker-manifest-digest"`
+		} `json:"image"`
+		Type string `json:"type"`
+	} `json:"critical"`
+}
+
+// signatureTag is the tag cosign keeps the signatures of digest under.
+func signatureTag(digest string) string {
+	return strings.Replace(digest, ":", "-", 1) + signatureTagSuffix
+}
+
+// verify checks that artifact digest carries a cosign signature by one of
+// the keys, in cosign's classic layout in the artifact's own repository.
+// It returns an error wrapping source.ErrUnverified with the reason when
+// the artifact is unsigned or no signature holds, and another error when
+// the registry could not be read.
+func (s *Source) verify(ctx context.Context, digest string) error {
+	tag := signatureTag(digest)
+	desc, rc, err := s.repo.FetchReference(ctx, tag)
+	if errors.Is(err, errdef.ErrNotFound) {
+		return s.unverified(digest, "it carries no cosign signature (no tag %s)", tag)
+	}
+	if err != nil {
+		return fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
+	}
+	defer rc.Close()
+	if desc.Size > maxSignatureManifestBytes {
+		return s.unverified(digest, "its signature manifest %s holds %d bytes, more than the limit of %d", tag, desc.Size, maxSignatureManifestBytes)
+	}
+	raw, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return s.unverified(digest, "its signature manifest %s does not parse: %v", tag, err)
+	}
+	var reasons []string
+	for i, layer := range m.Layers {
+		if i == maxSignatures {
+			reasons = append(reasons, fmt.Sprintf("%d more signatures not read", len(m.Layers)-i))
+			break
+		}
+		reason, err := s.checkSignature(ctx, digest, layer)
+		if err != nil {
+			return err
+		}
+		if reason == "" {
+			return nil
+		}
+		reasons = append(reasons, reason)
+	}
+	if len(reasons) == 0 {
+		return s.unverified(digest, "its signature manifest %s holds no signature", tag)
+	}
+	return s.unverified(digest, "no signature holds: %s", strings.Join(reasons, "; "))
+}
+
+// checkSignature checks one signature layer of artifact digest: "" when it
+// is a signature of digest by a trusted key, else why not.
+func (s *Source) checkSignature(ctx context.Context, digest string, layer ocispec.Descriptor) (string, error) {
+	encoded, ok := layer.Annotations[annotationSignature]
+	switch {
+	case layer.MediaType != mediaTypeSimpleSign:
+		return fmt.Sprintf("layer %s is a %s, not a simple-signing payload", layer.Digest, layer.MediaType), nil
+	case !ok:
+		return fmt.Sprintf("layer %s has no %s annotation", layer.Digest, annotationSignature), nil
+	case layer.Size > maxPayloadBytes:
+		return fmt.Sprintf("payload %s holds %d bytes, more than the limit of %d", layer.Digest, layer.Size, maxPayloadBytes), nil
+	}
+	sig, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return fmt.Sprintf("the signature of payload %s is not base64", layer.Digest), nil
+	}
+	rc, err := s.repo.Blobs().Fetch(ctx, layer)
+	if err != nil {
+		return "", fmt.Errorf("read signature payload %s of artifact %s: %w", layer.Digest, digest, err)
+	}
+	defer rc.Close()
+	body, err := content.ReadAll(rc, layer)
+	if err != nil {
+		return "", fmt.Errorf("read signature payload %s of artifact %s: %w", layer.Digest, digest, err)
+	}
+	if !s.cfg.Keys.verifies(body, sig) {
+		return "signed by a key the sync does not trust", nil
+	}
+	var p payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return fmt.Sprintf("payload %s does not parse: %v", layer.Digest, err), nil
+	}
+	switch {
+	case p.Critical.Type != simpleSigningType:
+		return fmt.Sprintf("payload %s is of type %q, not %q", layer.Digest, p.Critical.Type, simpleSigningType), nil
+	case p.Critical.Image.Digest != digest:
+		return fmt.Sprintf("a trusted key signed another artifact, %s, not this one", p.Critical.Image.Digest), nil
+	}
+	return "", nil
+}
+
+// unverified is the refusal of artifact digest, for reason.
+func (s *Source) unverified(digest, format string, args ...any) error {
+	return &unverifiedError{msg: fmt.Sprintf("artifact %s of %s is not signed by a trusted key: %s", digest, s.name, fmt.Sprintf(format, args...))}
+}
+
+// unverifiedError is an artifact refused by its signature check; it is
+// source.ErrUnverified, so that the sync reports it as a Git commit's.
+type unverifiedError struct{ msg string }
+
+func (e *unverifiedError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, source.ErrUnverified) hold.
+func (e *unverifiedError) Is(target error) bool { return target == source.ErrUnverified }
