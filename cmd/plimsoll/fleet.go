@@ -207,29 +207,14 @@ func (m *many) readiness() (string, bool) {
 // checks the syncs its commits declare.
 func (m *many) buildRoot() (*fleet.Sync, error) {
 	o := m.o
-	srcCfg, err := o.sourceConfig()
+	repo, err := m.rootRepo()
 	if err != nil {
-		return nil, err
-	}
-	if _, err := source.New(srcCfg); err != nil {
 		return nil, err
 	}
 	windows, err := o.parseWindows()
 	if err != nil {
 		return nil, err
 	}
-	key := fleet.RepoKey{URL: srcCfg.URL, Branch: srcCfg.Branch, Verify: keysDigest(o.verifyKeyFile, o.verifySSHKeyFile)}
-	if srcCfg.Auth.Password != "" || len(srcCfg.Auth.SSHKey) > 0 {
-		key.Credentials = "flags"
-	}
-	srcCfg.Dir = filepath.Join(o.cacheDir, repoDirName(key))
-	repo := m.fleet.Repo(key, func(_ context.Context, version string) (*source.Repository, string, error) {
-		if version != "" {
-			return nil, version, nil
-		}
-		r, err := source.New(srcCfg)
-		return r, "flags", err
-	})
 	charts, err := o.charts(m.k.rest, m.k.discovery, m.log)
 	if err != nil {
 		return nil, err
@@ -308,7 +293,7 @@ func (m *many) syncer(cfg psync.Config) *psync.Syncer {
 // credentials of its Secret, read again before each poll: a Secret
 // rotated is used from the next poll on.
 func (m *many) opener(spec *declare.Spec, dir string) fleet.Opener {
-	return func(ctx context.Context, version string) (*source.Repository, string, error) {
+	return func(ctx context.Context, version string) (psync.Source, string, error) {
 		auth, current := source.Auth{}, "none"
 		if spec.Credentials != "" {
 			secret, err := m.k.client.CoreV1().Secrets(m.o.syncsNamespace).Get(ctx, spec.Credentials, metav1.GetOptions{})

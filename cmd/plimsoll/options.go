@@ -69,10 +69,12 @@ type sourceOptions struct {
 	prometheusURL, prometheusTokenFile string
 	// helmCredentialsFile is --helm-credentials-file.
 	helmCredentialsFile string
+	// oci are the flags of an OCI artifact source.
+	oci ociOptions
 }
 
 func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.repo, "repo", "", "Git repository URL (file://, https://, ssh:// or git@host:path); required")
+	fs.StringVar(&o.repo, "repo", "", "Git repository URL (file://, https://, ssh:// or git@host:path); required unless --oci-repository")
 	fs.StringVar(&o.branch, "branch", defaultBranch, "branch to follow")
 	fs.StringVar(&o.path, "path", ".", "directory of the repository to render")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
@@ -100,7 +102,8 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.verifySSHKeyFile, "verify-ssh-key", "", "allowed_signers file (the format of ssh-keygen -Y verify and git's gpg.ssh.allowedSignersFile): apply only commits SSH-signed by one of its keys (with --verify-key, by a key of either)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus the analyses' prometheus metrics query (e.g. http://prometheus.monitoring:9090)")
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
-	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries, in the format of Docker's config.json (what helm registry login writes)")
+	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries (those of charts and of --oci-repository), in the format of Docker's config.json (what helm registry login writes)")
+	o.oci.addFlags(fs)
 }
 
 // measurer builds the analyses' measurer from the flags: Prometheus at

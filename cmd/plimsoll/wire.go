@@ -22,7 +22,6 @@ import (
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/inventory"
-	"plimsoll.dev/plimsoll/sync/source"
 )
 
 // daemon is everything a sync needs, wired.
@@ -54,11 +53,7 @@ func (d *daemon) writable() bool { return !d.exclusive || d.held.Load() }
 // nil.
 func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool, notifier *notify.Dispatcher) (*daemon, error) {
 	d := &daemon{}
-	srcCfg, err := o.sourceConfig()
-	if err != nil {
-		return nil, err
-	}
-	src, err := source.New(srcCfg)
+	src, err := o.newSource()
 	if err != nil {
 		return nil, err
 	}

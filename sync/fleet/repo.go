@@ -6,6 +6,7 @@ import (
 	gosync "sync"
 	"time"
 
+	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/source"
 )
 
@@ -21,13 +22,14 @@ type RepoKey struct {
 	Verify string
 }
 
-// Opener builds the source.Repository of a Repo. It is called before each
-// poll with the version of the credentials the Repo's repository was
-// built with ("" before the first): it reads the credentials (a Secret
-// may have changed since) and returns nil and the same version when they
-// did not change, else a repository built with them and their new
+// Opener builds the source of a Repo: a Git repository
+// (*source.Repository) or an OCI artifact (*artifact.Source). It is
+// called before each poll with the version of the credentials the Repo's
+// source was built with ("" before the first): it reads the credentials
+// (a Secret may have changed since) and returns nil and the same version
+// when they did not change, else a source built with them and their new
 // version, or an error saying why it cannot.
-type Opener func(ctx context.Context, version string) (repo *source.Repository, newVersion string, err error)
+type Opener func(ctx context.Context, version string) (repo psync.Source, newVersion string, err error)
 
 // Repo is one repository and branch that syncs read, polled once per
 // interval for all of them: a listing of the remote's references, then a
@@ -43,7 +45,7 @@ type Repo struct {
 	net gosync.RWMutex
 	// repo and version are the repository and its credentials' version;
 	// changed only under net's write lock.
-	repo    *source.Repository
+	repo    psync.Source
 	version string
 
 	state repoState

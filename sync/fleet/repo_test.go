@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"plimsoll.dev/plimsoll/sync/source"
+	psync "plimsoll.dev/plimsoll/sync"
 )
 
 // TestRepoHoldsItsSyncsWhilePolling: a sync never reads a Repo before its
@@ -19,13 +19,13 @@ func TestRepoHoldsItsSyncsWhilePolling(t *testing.T) {
 	polling, release := make(chan struct{}), make(chan struct{})
 	refused := errors.New("credentials Secret plimsoll/git does not exist")
 	var once gosync.Once
-	hung := newRepo(RepoKey{URL: "https://git.example/a.git"}, func(ctx context.Context, _ string) (*source.Repository, string, error) {
+	hung := newRepo(RepoKey{URL: "https://git.example/a.git"}, func(ctx context.Context, _ string) (psync.Source, string, error) {
 		once.Do(func() { close(polling) })
 		<-release
 		return nil, "", refused
 	})
 	hung.state.users = map[string]time.Duration{"team-a": time.Minute, "team-b": 30 * time.Second}
-	other := newRepo(RepoKey{URL: "https://git.example/b.git"}, func(context.Context, string) (*source.Repository, string, error) {
+	other := newRepo(RepoKey{URL: "https://git.example/b.git"}, func(context.Context, string) (psync.Source, string, error) {
 		return nil, "", refused
 	})
 

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/pflag"
+
+	psync "plimsoll.dev/plimsoll/sync"
+	"plimsoll.dev/plimsoll/sync/artifact"
+	"plimsoll.dev/plimsoll/sync/fleet"
+	"plimsoll.dev/plimsoll/sync/helm"
+	"plimsoll.dev/plimsoll/sync/source"
+)
+
+// ociOptions are the flags of a sync whose manifests come from an OCI
+// artifact rather than Git (docs/oci.md).
+type ociOptions struct {
+	repository         string
+	tag, semver        string
+	digest             string
+	plainHTTP          bool
+	verifyKeyFile      string
+}
+
+func (o *ociOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.repository, "oci-repository", "", "take the manifests from an OCI artifact of this repository (oci://host[:port]/path), as flux push artifact and oras push make them, instead of Git (--repo)")
+	fs.StringVar(&o.tag, "oci-tag", "", "tag of the artifact to follow (default latest)")
+	fs.StringVar(&o.semver, "oci-semver", "", "follow the highest tag in this semver range (such as '>=1.2.0 <2.0.0') instead of one tag")
+	fs.StringVar(&o.digest, "oci-digest", "", "apply this digest (sha256:...) of the repository and no other")
+	fs.BoolVar(&o.plainHTTP, "oci-plain-http", false, "talk to the registry of --oci-repository over plain HTTP")
+	fs.StringVar(&o.verifyKeyFile, "oci-verify-key", "", "cosign public keys (PEM, as cosign.pub): apply only artifacts signed by one of them")
+}
+
+// ociFlags are the flags only an OCI source takes, and gitFlags those
+// only a Git one does: each is refused with the other source.
+func (o *sourceOptions) ociFlags() map[string]bool {
+	return map[string]bool{"--oci-tag": o.oci.tag != "", "--oci-semver": o.oci.semver != "", "--oci-digest": o.oci.digest != "",
+		"--oci-plain-http": o.oci.plainHTTP, "--oci-verify-key": o.oci.verifyKeyFile != ""}
+}
+
+func (o *sourceOptions) gitFlags() map[string]bool {
+	return map[string]bool{"--verify-key": o.verifyKeyFile != "", "--verify-ssh-key": o.verifySSHKeyFile != "",
+		"--git-username": o.gitUsername != "", "--git-password-file": o.gitPasswordFile != "", "--git-password-env": o.gitPasswordEnv != "",
+		"--git-token-file": o.gitTokenFile != "", "--git-token-env": o.gitTokenEnv != "", "--ssh-key-file": o.sshKeyFile != "",
+		"--ssh-known-hosts-file": o.sshKnownHostsFile != "", "--ssh-key-passphrase-file": o.sshKeyPassphraseFile != "",
+		"--hold-rewinds": o.holdRewinds}
+}
+
+// isOCI reports whether the sync's manifests come from an OCI artifact,
+// after checking that the flags name one source, with only its flags.
+func (o *sourceOptions) isOCI() (bool, error) {
+	switch {
+	case o.repo != "" && o.oci.repository != "":
+		return false, errors.New("give --repo (a Git repository) or --oci-repository (an OCI artifact), not both")
+	case o.repo == "" && o.oci.repository == "":
+		return false, errors.New("--repo (a Git repository) or --oci-repository (an OCI artifact) is required")
+	}
+	oci := o.oci.repository != ""
+	wrong, other := o.ociFlags(), "--oci-repository"
+	if oci {
+		wrong, other = o.gitFlags(), "--repo"
+	}
+	for _, flag := range slices.Sorted(maps.Keys(wrong)) {
+		if wrong[flag] {
+			return false, fmt.Errorf("%s goes with %s, not with the source given", flag, other)
+		}
+	}
+	return oci, nil
+}
+
+// artifactConfig builds the OCI source configuration from the flags: the
+// reference checked, the keys of --oci-verify-key read, the registry
+// credentials of --helm-credentials-file.
+func (o *sourceOptions) artifactConfig() (artifact.Config, error) {
+	ref, err := artifact.ParseRef(o.oci.repository, o.oci.tag, o.oci.semver, o.oci.digest)
+	if err != nil {
+		return artifact.Config{}, fmt.Errorf("--oci-repository: %w", err)
+	}
+	cfg := artifact.Config{Ref: ref, PlainHTTP: o.oci.plainHTTP, Timeout: o.gitTimeout}
+	if o.oci.verifyKeyFile != "" {
+		if cfg.Keys, err = readKeys("--oci-verify-key", o.oci.verifyKeyFile, artifact.ReadKeys); err != nil {
+			return artifact.Config{}, err
+		}
+	}
+	if o.helmCredentialsFile != "" {
+		creds, err := helm.LoadCredentials(o.helmCredentialsFile)
+		if err != nil {
+			return artifact.Config{}, fmt.Errorf("--helm-credentials-file: %w", err)
+		}
+		cfg.Credentials = creds
+	}
+	return cfg, nil
+}
+
+// newSource builds the source of the flags' sync: a Git repository, or
+// an OCI artifact.
+func (o *sourceOptions) newSource() (psync.Source, error) {
+	oci, err := o.isOCI()
+	if err != nil {
+		return nil, err
+	}
+	if oci {
+		cfg, err := o.artifactConfig()
+		if err != nil {
+			return nil, err
+		}
+		return artifact.New(cfg)
+	}
+	cfg, err := o.sourceConfig()
+	if err != nil {
+		return nil, err
+	}
+	return source.New(cfg)
+}
+
+// rootRepo is the fleet's Repo of the flags' sync: its key, and a source
+// opened once from the flags.
+func (m *many) rootRepo() (*fleet.Repo, error) {
+	o := m.o
+	oci, err := o.isOCI()
+	if err != nil {
+		return nil, err
+	}
+	if oci {
+		cfg, err := o.artifactConfig()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := artifact.New(cfg); err != nil {
+			return nil, err
+		}
+		key := fleet.RepoKey{URL: cfg.Ref.String(), Verify: cfg.Keys.ID()}
+		if cfg.Credentials != nil {
+			key.Credentials = "flags"
+		}
+		return m.fleet.Repo(key, openOnce(func() (psync.Source, error) { return artifact.New(cfg) })), nil
+	}
+	srcCfg, err := o.sourceConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := source.New(srcCfg); err != nil {
+		return nil, err
+	}
+	key := fleet.RepoKey{URL: srcCfg.URL, Branch: srcCfg.Branch, Verify: keysDigest(o.verifyKeyFile, o.verifySSHKeyFile)}
+	if srcCfg.Auth.Password != "" || len(srcCfg.Auth.SSHKey) > 0 {
+		key.Credentials = "flags"
+	}
+	srcCfg.Dir = filepath.Join(o.cacheDir, repoDirName(key))
+	return m.fleet.Repo(key, openOnce(func() (psync.Source, error) { return source.New(srcCfg) })), nil
+}
+
+// openOnce is the Opener of a source built once, from the flags.
+func openOnce(open func() (psync.Source, error)) fleet.Opener {
+	return func(_ context.Context, version string) (psync.Source, string, error) {
+		if version != "" {
+			return nil, version, nil
+		}
+		src, err := open()
+		if err != nil {
+			return nil, "", err
+		}
+		return src, "flags", nil
+	}
+}

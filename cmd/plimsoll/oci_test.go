@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"plimsoll.dev/plimsoll/sync/artifact"
+)
+
+// TestOCIFlags: the flags name one source, with only its flags; a bad
+// reference, range, digest or key file is refused naming the flag.
+func TestOCIFlags(t *testing.T) {
+	dir := t.TempDir()
+	priv := filepath.Join(dir, "cosign.key")
+	if err := os.WriteFile(priv, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--repo (a Git repository) or --oci-repository (an OCI artifact) is required"},
+		{[]string{"--repo=https://git.example/a.git", "--oci-repository=oci://r.example/a"}, "not both"},
+		{[]string{"--repo=https://git.example/a.git", "--oci-tag=v1"}, "--oci-tag goes with --oci-repository"},
+		{[]string{"--oci-repository=oci://r.example/a", "--verify-key=keys.asc"}, "--verify-key goes with --repo"},
+		{[]string{"--oci-repository=oci://r.example/a", "--hold-rewinds"}, "--hold-rewinds goes with --repo"},
+		{[]string{"--oci-repository=https://r.example/a"}, "--oci-repository: OCI repository \"https://r.example/a\": want oci://"},
+		{[]string{"--oci-repository=oci://r.example/a", "--oci-semver=>=1 <<2"}, `semver range ">=1 <<2"`},
+		{[]string{"--oci-repository=oci://r.example/a", "--oci-digest=sha256:12"}, `OCI digest "sha256:12"`},
+		{[]string{"--oci-repository=oci://r.example/a", "--oci-tag=v1", "--oci-digest=sha256:12"}, "not several"},
+		{[]string{"--oci-repository=oci://r.example/a", "--oci-verify-key=" + filepath.Join(dir, "missing.pub")}, "read --oci-verify-key: open " + filepath.Join(dir, "missing.pub")},
+		{[]string{"--oci-repository=oci://r.example/a", "--oci-verify-key=" + priv}, "read --oci-verify-key " + priv + ": PEM block 1 is a private key"},
+	} {
+		o := &sourceOptions{}
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		o.addFlags(fs)
+		o.addHoldRewindsFlag(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.newSource(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+
+	o := &sourceOptions{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse([]string{"--oci-repository=oci://r.example/team/app", "--oci-semver=~1.4"}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := o.newSource()
+	if err != nil {
+		t.Fatalf("a good OCI source: %v", err)
+	}
+	if _, ok := src.(*artifact.Source); !ok {
+		t.Errorf("source %T, want an *artifact.Source", src)
+	}
+}
