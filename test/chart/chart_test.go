@@ -308,6 +308,24 @@ func TestChartVerification(t *testing.T) {
 	}
 }
 
+// TestChartOCI: with oci.repository the daemon takes its manifests from
+// an OCI artifact: the oci flags in place of --repo and --branch, the
+// cosign keys from the verify volume.
+func TestChartOCI(t *testing.T) {
+	spec := deployment(t, render(t, "repo.url=", "oci.repository=oci://registry.example/team/app", "oci.semver=>=1.0.0 <2.0.0",
+		"oci.plainHTTP=true", "verify.configMap=signers", "verify.cosignKey=cosign.pub")).Spec.Template.Spec
+	args := spec.Containers[0].Args
+	for _, want := range []string{"--oci-repository=oci://registry.example/team/app", "--oci-semver=>=1.0.0 <2.0.0", "--oci-plain-http",
+		"--oci-verify-key=/etc/plimsoll/verify/cosign.pub"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--repo") || strings.HasPrefix(a, "--branch") || strings.HasPrefix(a, "--oci-tag") }) {
+		t.Errorf("args %q: an OCI install has no --repo, --branch or --oci-tag", args)
+	}
+}
+
 // TestChartNotifications: each key listed of the notifications Secret
 // becomes a flag naming its file in the Secret, mounted read-only; no
 // notification flag or volume without them.
@@ -389,7 +407,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{nil, "repo.url is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.secret=b", "--set", "verify.openpgpKey=k"},
 			"verify.configMap and verify.secret are both set"},
-		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey or verify.allowedSignersKey is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey, verify.allowedSignersKey or verify.cosignKey is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "oci.repository=oci://registry.example/team/app"}, "repo.url and oci.repository are both set"},
+		{[]string{"--set", "oci.repository=oci://registry.example/team/app", "--set", "oci.digest=sha256:abc"}, "oci/digest"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.allowedSignersKey=allowed_signers"}, "verify.configMap or verify.secret is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.slack={team}"}, "notifications.existingSecret is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify"}, "neither notifications.webhook nor notifications.slack"},
