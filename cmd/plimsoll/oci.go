@@ -20,11 +20,11 @@ import (
 // ociOptions are the flags of a sync whose manifests come from an OCI
 // artifact rather than Git (docs/oci.md).
 type ociOptions struct {
-	repository         string
-	tag, semver        string
-	digest             string
-	plainHTTP          bool
-	verifyKeyFile      string
+	repository    string
+	tag, semver   string
+	digest        string
+	plainHTTP     bool
+	verifyKeyFile string
 }
 
 func (o *ociOptions) addFlags(fs *pflag.FlagSet) {

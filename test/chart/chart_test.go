@@ -321,7 +321,9 @@ func TestChartOCI(t *testing.T) {
 			t.Errorf("args %q lack %s", args, want)
 		}
 	}
-	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--repo") || strings.HasPrefix(a, "--branch") || strings.HasPrefix(a, "--oci-tag") }) {
+	if slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--repo") || strings.HasPrefix(a, "--branch") || strings.HasPrefix(a, "--oci-tag")
+	}) {
 		t.Errorf("args %q: an OCI install has no --repo, --branch or --oci-tag", args)
 	}
 }
