@@ -29,6 +29,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
+	psync "plimsoll.dev/plimsoll/sync"
 )
 
 // cluster is a fake API server with a controller on its informers, and
@@ -112,14 +113,16 @@ func service(name string) *corev1.Service {
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "api"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
 }
 
-// handOver hands Git's Deployment to the controller as the sync does.
+// handOver hands Git's Deployment to the controller as the sync does:
+// the check of its commit, then the hand-over's take.
 func (k *cluster) handOver(commit string, git *appsv1.Deployment) {
 	k.t.Helper()
-	if err := k.c.CheckDeployment(k.ctx, git, nil); err != nil {
-		k.t.Fatalf("CheckDeployment: %v", err)
+	h, err := k.c.Check(k.ctx, psync.Handoff{Commit: commit, Subject: "commit " + commit, Deployments: []*appsv1.Deployment{git}})
+	if err != nil {
+		k.t.Fatalf("Check: %v", err)
 	}
-	if err := k.c.SyncDeployments(k.ctx, commit, "commit "+commit, []*appsv1.Deployment{git}, nil); err != nil {
-		k.t.Fatalf("SyncDeployments: %v", err)
+	if err := h.Take(k.ctx, nil); err != nil {
+		k.t.Fatalf("Take: %v", err)
 	}
 }
 

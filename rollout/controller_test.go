@@ -34,12 +34,12 @@ func TestNamespaces(t *testing.T) {
 			if got, want := len(c.factories), 4*max(1, len(tt.namespaces)); got != want {
 				t.Errorf("%d informer factories, want %d: four per watched namespace", got, want)
 			}
-			err := c.CheckDeployment(context.Background(), git(tt.deployment), nil)
+			err := c.checkDeployment(context.Background(), "", git(tt.deployment), nil)
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Fatalf("CheckDeployment: %v", err)
+				t.Fatalf("checkDeployment: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("CheckDeployment error %v, want %q", err, tt.wantErr)
+				t.Fatalf("checkDeployment error %v, want %q", err, tt.wantErr)
 			}
 			if w := c.observe(tt.deployment, "web", nil); w.deployment("") != nil {
 				t.Error("an empty cache holds Deployment web")

@@ -12,34 +12,111 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
-// SyncDeployments takes what Git asks of each workload, given every
-// Deployment of a commit once per commit (the controller is the sync's
-// sync.DeploymentSink, which cmd/plimsoll wires): a Git Deployment that differs
-// from the one held for its workload becomes the workload's intent (with
-// the commit it came from) and the workload is queued; the reconcile
-// writes what the intent changes. An unchanged one keeps the intent and
-// the commit it had, so a commit that changes nothing of a workload writes
-// nothing to it. A workload whose Deployment left Git is forgotten, and
-// one named in leaving (the sync prunes its Deployment next) is retired
+// Check is the controller's side of the one call a sync makes of it per
+// commit (the controller is the sync's sync.DeploymentSink, which
+// cmd/plimsoll wires): it checks every Deployment of the commit (see
+// checkDeployment) and records nothing, queues nothing. The hand-over it
+// returns takes the Deployments once the sync has applied the commit's
+// other objects (see handOff), or records the refusals once the sync has
+// refused the commit (see commitHandoff.Refuse).
+func (c *Controller) Check(ctx context.Context, h psync.Handoff) (psync.Handover, error) {
+	return c.check(ctx, "", h)
+}
+
+// check is Check for the Deployments of sync syncName, "" for every sync.
+func (c *Controller) check(ctx context.Context, syncName string, h psync.Handoff) (psync.Handover, error) {
+	out := &commitHandoff{c: c, sync: syncName, in: h, blueGreen: blueGreenWorkloads(h.Deployments)}
+	var errs []error
+	for _, d := range h.Deployments {
+		err := c.checkDeployment(ctx, cmp.Or(syncName, d.Labels[contract.LabelSync], c.syncName), d, h.Services[d.Namespace])
+		if err == nil {
+			continue
+		}
+		errs = append(errs, &psync.DeploymentError{Namespace: d.Namespace, Name: d.Name, Err: err})
+		strategy := d.Annotations[contract.AnnotationStrategy]
+		if isInputError(err) && (strategy == contract.StrategyBlueGreen || strategy == contract.StrategyCanary) {
+			out.refusals = append(out.refusals, refusal{git: d.DeepCopy(), err: err})
+		}
+	}
+	out.refused = errors.Join(errs...)
+	return out, out.refused
+}
+
+// commitHandoff is one checked commit's Deployments (the sync's Handover).
+type commitHandoff struct {
+	c    *Controller
+	sync string
+	in   psync.Handoff
+	// blueGreen are the commit's blue-green workloads, whose autoscalers
+	// the controller points at a color (see steered).
+	blueGreen map[types.NamespacedName]bool
+	// refused is the check's error; refusals are the workloads it refused
+	// that a reconcile marks Degraded once the commit is refused.
+	refused  error
+	refusals []refusal
+}
+
+// refusal is Git's Deployment of a workload, refused for err.
+type refusal struct {
+	git *appsv1.Deployment
+	err error
+}
+
+// Steered keeps the fields the controller steers (see steered).
+func (h *commitHandoff) Steered(want, live *unstructured.Unstructured) {
+	steered(want, live, h.blueGreen)
+}
+
+// Take takes what Git asks of each workload of the commit (see handOff);
+// a refused commit takes nothing.
+func (h *commitHandoff) Take(ctx context.Context, leaving []types.NamespacedName) error {
+	if h.refused != nil {
+		return h.refused
+	}
+	return h.c.handOff(ctx, h.sync, h.in.Commit, h.in.Subject, h.in.Deployments, leaving)
+}
+
+// Refuse records the refusal of each blue-green or canary workload whose
+// own Deployment the check refused, and queues it: its reconcile marks it
+// Degraded with the refusal, and holds it as it is until Git changes; the
+// pods do not notice. A controller that does not run (plimsoll diff)
+// records nothing.
+func (h *commitHandoff) Refuse() {
+	if !h.c.running() {
+		return
+	}
+	for _, r := range h.refusals {
+		key := r.git.Namespace + "/" + r.git.Name
+		if h.c.intents.refuse(key, r.git, r.err) {
+			h.c.queue.Add(key)
+		}
+	}
+}
+
+// handOff takes what Git asks of each workload of sync syncName ("" for
+// every sync), given every Deployment of a commit once per commit: a Git
+// Deployment that differs from the one held for its workload becomes the
+// workload's intent (with the commit it came from) and the workload is
+// queued; the reconcile writes what the intent changes. An unchanged one
+// keeps the intent and the commit it had, so a commit that changes
+// nothing of a workload writes nothing to it; a refusal recorded before
+// is over. A workload of the sync whose Deployment left Git is forgotten
+// (a workload of another sync is not, for missing in desired), and one
+// named in leaving (the sync prunes its Deployment next) is retired
 // first, unless the prune keeps what serves it (see retireLeaving). In
 // once mode (Config.Once) it waits until each queued workload has been
 // reconciled and returns the failures, naming each Deployment and the
 // commit.
-func (c *Controller) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
-	return c.handOff(ctx, "", commit, subject, desired, leaving)
-}
-
-// handOff is SyncDeployments for the workloads of sync syncName: a
-// workload of another sync is not forgotten for missing in desired. ""
-// is every sync.
 //
 // A workload is one sync's: a Git Deployment whose workload another sync
 // handed over, or whose live Deployments carry another sync's
@@ -170,26 +247,18 @@ func ownerError(d *appsv1.Deployment, owner string) error {
 		Owner: owner, Sync: d.Labels[contract.LabelSync]}
 }
 
-// CheckDeployment reports what keeps a Git Deployment from being rolled
-// out as written: a namespace the controller does not watch (see
-// Config.Namespaces), an unknown strategy, an annotation value that does not
-// parse, a Service the strategy needs that is unnamed, or neither in the
-// commit (services) nor in the cluster, a selector that is not the one the
-// workload's Deployments run with, a write of its rollout that the sync's
-// identity may not make (see checkRights). It writes nothing. A blue-green or
-// canary workload that runs already and is refused is queued: its reconcile
-// marks it Degraded with the error, and holds it as it is until Git
-// changes; the pods do not notice.
-func (c *Controller) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
-	return c.checkDeployment(ctx, cmp.Or(git.Labels[contract.LabelSync], c.syncName), git, services)
-}
-
-// checkDeployment is CheckDeployment for a Deployment of sync syncName.
+// checkDeployment reports what keeps Git Deployment git of sync syncName
+// from being rolled out as written: a namespace the controller does not
+// watch (see Config.Namespaces), an unknown strategy, an annotation value
+// that does not parse, a Service the strategy needs that is unnamed, or
+// neither in the commit (services) nor in the cluster, a selector that is
+// not the one the workload's Deployments run with, a write of its rollout
+// that the sync's identity may not make (see checkRights). It writes
+// nothing and records nothing.
 func (c *Controller) checkDeployment(ctx context.Context, syncName string, git *appsv1.Deployment, services []string) error {
 	if !c.watches(git.Namespace) {
 		return fmt.Errorf("namespace %q is not one the rollout controller watches", git.Namespace)
 	}
-	key := git.Namespace + "/" + git.Name
 	err := checkAnnotations(git.Annotations)
 	if err == nil {
 		err = c.checkServices(ctx, git, services)
@@ -199,18 +268,6 @@ func (c *Controller) checkDeployment(ctx context.Context, syncName string, git *
 	}
 	if err == nil {
 		err = c.checkRights(ctx, syncName, git)
-	}
-	if err == nil {
-		if c.intents.accept(key) {
-			c.queue.Add(key)
-		}
-		return nil
-	}
-	strategy := git.Annotations[contract.AnnotationStrategy]
-	if isInputError(err) && (strategy == contract.StrategyBlueGreen || strategy == contract.StrategyCanary) && c.running() {
-		if c.intents.refuse(key, git.DeepCopy(), err) {
-			c.queue.Add(key)
-		}
 	}
 	return err
 }

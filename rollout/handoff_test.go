@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
 )
 
@@ -54,7 +55,7 @@ func TestCheckSelector(t *testing.T) {
 		{"canary, a value changed", git("api", "canary", map[string]string{"app": "api-v2"}), true},
 		{"a new workload", git("cart", "", map[string]string{"app": "cart"}), false},
 	} {
-		err := c.CheckDeployment(context.Background(), tt.git, []string{tt.git.Name})
+		err := c.checkDeployment(context.Background(), "", tt.git, []string{tt.git.Name})
 		switch {
 		case !tt.refused && err != nil:
 			t.Errorf("%s: refused: %v", tt.name, err)
@@ -89,10 +90,10 @@ func TestHandOffOneSyncPerWorkload(t *testing.T) {
 	ctx := context.Background()
 	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler)})
 	a, b := c.ForSync("team-a"), c.ForSync("team-b")
-	if err := a.SyncDeployments(ctx, "aaaaaaa", "team a", []*appsv1.Deployment{ofSync("web", "v1", "team-a")}, nil); err != nil {
+	if err := a.handOff(ctx, a.sync, "aaaaaaa", "team a", []*appsv1.Deployment{ofSync("web", "v1", "team-a")}, nil); err != nil {
 		t.Fatalf("team a's hand-off: %v", err)
 	}
-	err := b.SyncDeployments(ctx, "bbbbbbb", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b"), ofSync("cart", "v2", "team-b")}, nil)
+	err := b.handOff(ctx, b.sync, "bbbbbbb", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b"), ofSync("cart", "v2", "team-b")}, nil)
 	var owned *apply.OwnerError
 	want := `Deployment shop/web belongs to sync "team-a"; sync "team-b" does not take it over`
 	if !errors.As(err, &owned) || err.Error() != want {
@@ -105,10 +106,10 @@ func TestHandOffOneSyncPerWorkload(t *testing.T) {
 		t.Error("the refused hand-off took cart")
 	}
 
-	if err := a.SyncDeployments(ctx, "ccccccc", "web leaves", nil, nil); err != nil {
+	if err := a.handOff(ctx, a.sync, "ccccccc", "web leaves", nil, nil); err != nil {
 		t.Fatalf("team a's hand-off without web: %v", err)
 	}
-	if err := b.SyncDeployments(ctx, "ddddddd", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b")}, nil); err != nil {
+	if err := b.handOff(ctx, b.sync, "ddddddd", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b")}, nil); err != nil {
 		t.Errorf("team b's hand-off once team a let web go: %v", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestHandOffRace(t *testing.T) {
 		var wg gosync.WaitGroup
 		for i, name := range syncs {
 			sink, d := c.ForSync(name), ofSync("web", "v1", name)
-			wg.Go(func() { errs[i] = sink.SyncDeployments(ctx, "c0ffee1", name, []*appsv1.Deployment{d}, nil) })
+			wg.Go(func() { errs[i] = sink.handOff(ctx, sink.sync, "c0ffee1", name, []*appsv1.Deployment{d}, nil) })
 		}
 		wg.Wait()
 		if (errs[0] == nil) == (errs[1] == nil) {
@@ -151,7 +152,7 @@ func TestHandOffRace(t *testing.T) {
 // is refused at once.
 func TestReconcileLeavesAnotherSyncsWorkload(t *testing.T) {
 	k := newCluster(t)
-	if err := k.c.SyncDeployments(k.ctx, "c0ffee1", "ours", []*appsv1.Deployment{ofSync("api", "v1", "default")}, nil); err != nil {
+	if err := k.c.handOff(k.ctx, "", "c0ffee1", "ours", []*appsv1.Deployment{ofSync("api", "v1", "default")}, nil); err != nil {
 		t.Fatalf("hand-off: %v", err)
 	}
 	theirs := ofSync("api", "v2", "team-a")
@@ -183,11 +184,60 @@ func TestReconcileLeavesAnotherSyncsWorkload(t *testing.T) {
 	if _, ok := k.c.intents.get("shop/api"); ok {
 		t.Error("the hand-over of team a's workload is kept")
 	}
-	err := k.c.SyncDeployments(k.ctx, "decade2", "ours again", []*appsv1.Deployment{ofSync("api", "v3", "default")}, nil)
+	err := k.c.handOff(k.ctx, "", "decade2", "ours again", []*appsv1.Deployment{ofSync("api", "v3", "default")}, nil)
 	if err == nil || err.Error() != want {
 		t.Errorf("the next hand-off: %v, want %q", err, want)
 	}
 	if img := k.deployment("api").Spec.Template.Spec.Containers[0].Image; img != "registry.example/api:v2" {
 		t.Errorf("team a's Deployment runs %s, want registry.example/api:v2", img)
+	}
+}
+
+// TestCheckRecordsNothing: the check of a commit records no intent and
+// queues nothing, neither for the Deployments it passes nor for those it
+// refuses, and keeps a refusal an earlier commit left; once the sync has
+// refused the commit, only the workload the check itself refused is
+// recorded (to be marked Degraded) and queued, and the hand-over takes
+// nothing.
+func TestCheckRecordsNothing(t *testing.T) {
+	ctx := context.Background()
+	c := New(Config{Client: fake.NewClientset(), SyncName: "default", Log: slog.New(slog.DiscardHandler)})
+	close(c.started) // a running controller: refusals are recorded
+	earlier := errors.New("an earlier commit's refusal")
+	c.intents.refuse("shop/old", ofSync("old", "v1", "default"), earlier)
+	bad := ofSync("api", "v2", "default")
+	bad.Annotations = map[string]string{contract.AnnotationStrategy: contract.StrategyCanary, contract.AnnotationService: "api",
+		contract.AnnotationSteps: "banana"}
+	h, err := c.Check(ctx, psync.Handoff{Commit: "c0ffee1", Subject: "two good, one bad",
+		Deployments: []*appsv1.Deployment{ofSync("web", "v2", "default"), bad, ofSync("old", "v2", "default")}})
+	var refused *psync.DeploymentError
+	if !errors.As(err, &refused) || refused.Name != "api" || !strings.Contains(err.Error(), "banana") {
+		t.Fatalf("Check: %v, want Deployment api refused for its steps", err)
+	}
+	if keys := c.intents.keys(); len(keys) != 1 || keys[0] != "shop/old" {
+		t.Errorf("intents after the check %v, want only shop/old's earlier refusal", keys)
+	}
+	if in, _ := c.intents.get("shop/old"); in.refused != earlier {
+		t.Errorf("shop/old's refusal after the check %v, want the earlier one kept", in.refused)
+	}
+	if n := c.queue.Len(); n != 0 {
+		t.Errorf("%d workloads queued by the check, want none", n)
+	}
+
+	h.Refuse()
+	if in, _ := c.intents.get("shop/api"); in.refused == nil || in.git != nil {
+		t.Errorf("shop/api after the refusal: %+v, want its refusal alone", in)
+	}
+	if _, ok := c.intents.get("shop/web"); ok {
+		t.Error("shop/web, which passed the check of a refused commit, has an intent")
+	}
+	if key, _ := c.queue.Get(); c.queue.Len() != 0 || key != "shop/api" {
+		t.Errorf("queued after the refusal: %q and %d more, want shop/api alone", key, c.queue.Len())
+	}
+	if err := h.Take(ctx, nil); err == nil {
+		t.Error("the hand-over of a refused commit was taken")
+	}
+	if _, ok := c.intents.get("shop/web"); ok {
+		t.Error("the take of a refused commit recorded shop/web")
 	}
 }

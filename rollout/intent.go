@@ -101,8 +101,8 @@ func (i *intents) take(key string, git *appsv1.Deployment, commit, subject strin
 
 // holder is the sync whose Git Deployment the intent holds (its
 // plimsoll.dev/sync label), "" for none. A refusal alone holds nothing:
-// the checks that record one (see Controller.CheckDeployment) come before
-// the commit's ownership is decided.
+// the refusals of a refused commit (see commitHandoff.Refuse) are
+// recorded before the commit's ownership is decided.
 func (in intent) holder() string {
 	if in.git == nil {
 		return ""
@@ -153,24 +153,6 @@ func (i *intents) refuse(key string, git *appsv1.Deployment, err error) bool {
 	in.refused, in.refusedGit = err, git
 	i.byKey[key] = in
 	return !same
-}
-
-// accept forgets a refusal of key: its Git Deployment passed the checks.
-// It reports whether there was one.
-func (i *intents) accept(key string) bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	in, ok := i.byKey[key]
-	if !ok || in.refused == nil {
-		return false
-	}
-	in.refused, in.refusedGit = nil, nil
-	if in.git == nil {
-		delete(i.byKey, key)
-	} else {
-		i.byKey[key] = in
-	}
-	return true
 }
 
 // wait returns a channel that receives the outcome of key's next

@@ -39,8 +39,8 @@ func TestRetireLeaving(t *testing.T) {
 	)
 	c := New(Config{Client: client, SyncName: "apps"})
 	leaving := []types.NamespacedName{{Namespace: "team", Name: "shop"}, {Namespace: "team", Name: "kept"}, {Namespace: "team", Name: "moved"}}
-	if err := c.SyncDeployments(context.Background(), "c0ffee1", "workloads leave", nil, leaving); err != nil {
-		t.Fatalf("SyncDeployments: %v", err)
+	if err := c.handOff(context.Background(), "", "c0ffee1", "workloads leave", nil, leaving); err != nil {
+		t.Fatalf("handOff: %v", err)
 	}
 	list, err := client.AppsV1().Deployments("team").List(context.Background(), metav1.ListOptions{})
 	if err != nil {

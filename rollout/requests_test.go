@@ -60,7 +60,7 @@ func TestUnchangedWorkloadMakesNoRequest(t *testing.T) {
 			}
 			requests(k.client) // the read above
 			// The same commit handed over again is no change.
-			if err := k.c.SyncDeployments(k.ctx, "c0ffee1", "first", []*appsv1.Deployment{gitDeployment("v1", tt.annotations)}, nil); err != nil {
+			if err := k.c.handOff(k.ctx, "", "c0ffee1", "first", []*appsv1.Deployment{gitDeployment("v1", tt.annotations)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			for range 3 {

@@ -19,7 +19,7 @@ import (
 // but for the status (see patchDeployment): the rights below. A commit
 // whose identity lacks one of them would be applied, and its rollout
 // refused at the first write that needs it, with the rest of the commit
-// in place; so CheckDeployment asks the API server, before anything of
+// in place; so the check of a commit (checkDeployment) asks the API server, before anything of
 // the commit is applied, whether the identity may make each of them, and
 // refuses the commit naming the first it may not. docs/syncs.md lists
 // them as a Role to copy; Kubernetes' admin and edit roles grant them

@@ -72,7 +72,7 @@ func TestCheckRights(t *testing.T) {
 				}
 			}
 			c, _ := rightsController(t.Context(), newIdentity(granted...))
-			err := c.ForSync("team-a").CheckDeployment(context.Background(), teamDeployment(tt.annotations), []string{"api"})
+			err := c.checkDeployment(context.Background(), "team-a", teamDeployment(tt.annotations), []string{"api"})
 			var refused *RightError
 			if !errors.As(err, &refused) {
 				t.Errorf("%s without %q: %v, want a refusal", tt.strategy, missing, err)
@@ -90,7 +90,7 @@ func TestCheckRights(t *testing.T) {
 		}
 		c, id := rightsController(t.Context(), newIdentity(everything...))
 		for range 2 {
-			if err := c.ForSync("team-a").CheckDeployment(context.Background(), teamDeployment(tt.annotations), []string{"api"}); err != nil {
+			if err := c.checkDeployment(context.Background(), "team-a", teamDeployment(tt.annotations), []string{"api"}); err != nil {
 				t.Fatalf("%s with every right: %v", tt.strategy, err)
 			}
 		}
@@ -102,7 +102,7 @@ func TestCheckRights(t *testing.T) {
 	// The daemon's own sync asks nothing.
 	own := newIdentity()
 	c := New(Config{Client: own.Clientset})
-	if err := c.ForSync("root").CheckDeployment(context.Background(), teamDeployment(canary), []string{"api"}); err != nil || len(own.asked) != 0 {
+	if err := c.checkDeployment(context.Background(), "root", teamDeployment(canary), []string{"api"}); err != nil || len(own.asked) != 0 {
 		t.Errorf("the daemon's own sync: %v after asking %q, want nothing asked", err, own.asked)
 	}
 }
@@ -116,7 +116,7 @@ func TestCheckRightsOfASwitch(t *testing.T) {
 	live.Name = "api-canary"
 	live.Labels[contract.LabelWorkload] = "api"
 	c, _ := rightsController(t.Context(), id, live)
-	err := c.ForSync("team-a").CheckDeployment(context.Background(), teamDeployment(nil), nil)
+	err := c.checkDeployment(context.Background(), "team-a", teamDeployment(nil), nil)
 	if !strings.Contains(fmtErr(err), "may not delete deployments.apps") {
 		t.Errorf("a switch from canary to rolling: %v, want the canary's delete refused", err)
 	}

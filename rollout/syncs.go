@@ -6,11 +6,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	psync "plimsoll.dev/plimsoll/sync"
 )
 
 // One controller serves the workloads of every sync a replica owns (a
@@ -30,16 +30,10 @@ type SyncSink struct {
 // ForSync returns the sync.DeploymentSink of sync name.
 func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controller: c, sync: name} }
 
-// CheckDeployment is Controller.CheckDeployment for a Deployment of the
-// sync's commit, whose rights are checked for the sync's identity: Git's
-// Deployment carries no plimsoll.dev/sync label before it is applied.
-func (s *SyncSink) CheckDeployment(ctx context.Context, git *appsv1.Deployment, services []string) error {
-	return s.checkDeployment(ctx, s.sync, git, services)
-}
-
-// SyncDeployments is Controller.SyncDeployments for the sync's workloads.
-func (s *SyncSink) SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
-	return s.handOff(ctx, s.sync, commit, subject, desired, leaving)
+// Check is Controller.Check for the Deployments of the sync's commit,
+// whose rights are checked for the sync's identity.
+func (s *SyncSink) Check(ctx context.Context, h psync.Handoff) (psync.Handover, error) {
+	return s.check(ctx, s.sync, h)
 }
 
 // QueueSync queues every workload of sync name that the caches hold: a

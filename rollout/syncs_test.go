@@ -19,10 +19,10 @@ func TestQueueSyncForgetsEarlierIntents(t *testing.T) {
 	ctx := context.Background()
 	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler),
 		Owns: func(string) (func(), bool) { return func() {}, true }})
-	if err := c.ForSync("team-a").SyncDeployments(ctx, "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}, nil); err != nil {
+	if err := c.handOff(ctx, "team-a", "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ForSync("team-b").SyncDeployments(ctx, "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}, nil); err != nil {
+	if err := c.handOff(ctx, "team-b", "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.QueueSync("team-a")
@@ -58,13 +58,13 @@ func TestSyncSinksForgetOnlyTheirOwn(t *testing.T) {
 			return func() { held-- }, true
 		}})
 	a, b := c.ForSync("team-a"), c.ForSync("team-b")
-	if err := a.SyncDeployments(ctx, "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}, nil); err != nil {
+	if err := a.handOff(ctx, a.sync, "c1", "one", []*appsv1.Deployment{deploymentOf("team-a", "web")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SyncDeployments(ctx, "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}, nil); err != nil {
+	if err := b.handOff(ctx, b.sync, "c2", "two", []*appsv1.Deployment{deploymentOf("team-b", "api")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SyncDeployments(ctx, "c3", "three", nil, nil); err != nil {
+	if err := a.handOff(ctx, a.sync, "c3", "three", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.intents.get("shop/web"); ok {

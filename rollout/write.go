@@ -196,7 +196,7 @@ func specHolds(live, want *appsv1.Deployment) bool {
 }
 
 // holdRefused records the refusal of a workload's Git Deployment (see
-// CheckDeployment) on its live Deployments (see markInvalid).
+// commitHandoff.Refuse) on its live Deployments (see markInvalid).
 func (c *Controller) holdRefused(ctx context.Context, w *workload, in intent) error {
 	var deploys []*appsv1.Deployment
 	for _, name := range workloadDeployments(in.refusedGit) {

@@ -55,8 +55,8 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 // hooks once the Deployments are handed over. A failed pre hook stops the
 // sync with nothing applied; a failed post hook fails it with everything
 // applied.
-func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit) (*apply.Plan, []apply.Change, error) {
-	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory))
+func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit, h Handover) (*apply.Plan, []apply.Change, error) {
+	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory), steeredBy(h))
 	if err == nil && s.cfg.Prune {
 		err = s.cfg.Applier.CheckPrunes(ctx, plan.Prune)
 	}
@@ -83,7 +83,7 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts
 	if err != nil {
 		return nil, nil, err
 	}
-	handed, err := s.handOff(ctx, plan, rec.Inventory, commit)
+	handed, err := s.handOff(ctx, h, plan, rec.Inventory, commit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,6 +96,15 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts
 		return nil, nil, err
 	}
 	return plan, append(res.Changes, handed...), nil
+}
+
+// steeredBy is what keeps the fields h's controller steers on the live
+// objects a plan applies over; nil without a controller.
+func steeredBy(h Handover) apply.Steered {
+	if h == nil {
+		return nil
+	}
+	return h.Steered
 }
 
 // writable returns the entries of inv in the namespaces the sync may write

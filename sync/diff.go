@@ -65,7 +65,10 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, err
 	}
-	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(rec.Inventory))
+	// The check's answer is not the diff's: only what the controller
+	// steers is taken from it, so that the diff shows what an apply keeps.
+	handover, _ := s.checkDeployments(ctx, objs, snap.Commit)
+	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(rec.Inventory), steeredBy(handover))
 	if err != nil {
 		return "", nil, err
 	}

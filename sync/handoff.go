@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/internal/prune"
 	"plimsoll.dev/plimsoll/sync/apply"
@@ -18,22 +19,93 @@ import (
 	"plimsoll.dev/plimsoll/sync/source"
 )
 
-// checkDeployments asks the rollout controller about every Deployment of
-// the commit, before anything is applied; each refusal names its file and
-// document.
-func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) error {
+// Handoff is what a commit gives the rollout controller, in the one call
+// a sync makes of it per commit (DeploymentSink.Check): every Deployment
+// of the commit, typed and labelled as the sync's, and the names of the
+// commit's Services by namespace (a Service a strategy steers may come
+// with the commit).
+type Handoff struct {
+	Commit, Subject string
+	Deployments     []*appsv1.Deployment
+	Services        map[string][]string
+}
+
+// DeploymentSink is the rollout controller as a sync sees it: it rolls
+// the commit's Deployments out instead of the sync applying them. Package
+// rollout's Controller implements it; cmd/plimsoll wires the two.
+//
+// Check is the one call of a commit, made before anything of the commit
+// is applied. It reads and writes nothing of the controller's state: no
+// intent is recorded and nothing is queued, whatever it answers. An error
+// (an unknown strategy, a bad canary steps string, a Service that neither
+// exists nor comes with the commit, a write the sync's identity may not
+// make) refuses the whole commit, as an invalid manifest does; it joins a
+// *DeploymentError for each Deployment refused. The Handover it returns,
+// also with an error, is how the sync then tells the controller what
+// became of the commit.
+type DeploymentSink interface {
+	Check(ctx context.Context, h Handoff) (Handover, error)
+}
+
+// Handover is one checked commit's Deployments, held by the sync until it
+// knows the commit's fate.
+//
+// Steered copies into an object Git is about to apply the fields the
+// controller steers on its live one (the keys it adds to a Service's
+// selector, the Deployment an autoscaler of a blue-green workload
+// targets), so that the apply neither undoes them nor needs to know what
+// they are.
+//
+// Take hands the Deployments over once the commit's other objects are
+// applied: the controller takes what Git asks and writes what the
+// rollout needs. leaving names the Deployments that left Git and that the
+// sync prunes next (none while pruning is off): for each, unless the
+// Deployment that serves the workload is one the prune keeps (annotated
+// plimsoll.dev/prune: disabled, or no longer labelled as the sync's), the
+// controller retires what it runs for the workload under other names
+// (blue-green colors, the canary Deployment, its keys in Service
+// selectors) before it returns, and the sync's prune deletes the
+// Deployment of Git's name. An error fails the sync. Take of a refused
+// commit takes nothing and returns its refusal.
+//
+// Refuse tells the controller the commit is refused: a workload whose own
+// Deployment the check refused, and that runs already, is marked Degraded
+// with the refusal and held as it is until Git changes.
+type Handover interface {
+	Steered(want, live *unstructured.Unstructured)
+	Take(ctx context.Context, leaving []types.NamespacedName) error
+	Refuse()
+}
+
+// DeploymentError is the rollout controller's refusal of one Deployment
+// of a commit.
+type DeploymentError struct {
+	Namespace, Name string
+	Err             error
+}
+
+func (e *DeploymentError) Error() string {
+	return fmt.Sprintf("Deployment %s/%s: %v", e.Namespace, e.Name, e.Err)
+}
+
+func (e *DeploymentError) Unwrap() error { return e.Err }
+
+// checkDeployments hands the commit's Deployments and the names of its
+// Services to the rollout controller's check, before anything is
+// applied; each refusal names its file and document. It returns the
+// hand-over (nil without a controller), also with an error.
+func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object, commit source.Commit) (Handover, error) {
 	if s.cfg.Deployments == nil {
-		return nil
+		return nil, nil
 	}
-	services := map[string][]string{} // by namespace
-	for _, obj := range objs {
-		if gvk := obj.Obj.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Service" {
-			services[obj.Obj.GetNamespace()] = append(services[obj.Obj.GetNamespace()], obj.Obj.GetName())
-		}
-	}
+	h := Handoff{Commit: commit.Hash, Subject: commit.Subject, Services: map[string][]string{}}
+	origins := map[types.NamespacedName]manifest.Object{}
 	var errs []error
 	for _, obj := range objs {
 		gvk := obj.Obj.GroupVersionKind()
+		if gvk.Group == "" && gvk.Kind == "Service" {
+			h.Services[obj.Obj.GetNamespace()] = append(h.Services[obj.Obj.GetNamespace()], obj.Obj.GetName())
+		}
 		if gvk.Group != "apps" || gvk.Kind != "Deployment" {
 			continue
 		}
@@ -42,56 +114,52 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object) e
 			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: err.Error()})
 			continue
 		}
-		if err := s.cfg.Deployments.CheckDeployment(ctx, d, services[d.Namespace]); err != nil {
-			errs = append(errs, &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("%s: %v", obj.Key(), err)})
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
 		}
+		d.Labels[contract.LabelSync] = s.cfg.Name // as the apply labels every object
+		h.Deployments = append(h.Deployments, d)
+		origins[types.NamespacedName{Namespace: d.Namespace, Name: d.Name}] = obj
 	}
-	return errors.Join(errs...)
+	handover, err := s.cfg.Deployments.Check(ctx, h)
+	for _, e := range splitErrors(err) {
+		var refused *DeploymentError
+		if errors.As(e, &refused) {
+			if obj, ok := origins[types.NamespacedName{Namespace: refused.Namespace, Name: refused.Name}]; ok {
+				e = &manifest.Error{Origin: obj.Origin, Reason: fmt.Sprintf("%s: %v", obj.Key(), refused.Err)}
+			}
+		}
+		errs = append(errs, e)
+	}
+	return handover, errors.Join(errs...)
 }
 
-// handOff gives the rollout controller every Deployment of the commit,
-// typed, and names those that left Git and are about to be pruned, once
-// per commit: not again while the same commit is synced, and again after
-// a sync that failed (see Syncer.handedOff). The controller takes what
-// changed and writes what its rollout asks for, and retires what a
-// workload leaving Git runs under other names (see
-// DeploymentSink.SyncDeployments); the sync decides nothing about the
-// controller's objects and asks nothing back. Only the Deployments that
-// Git changed since inv (or that are new) count as changes of this sync;
-// the others are marked as needing nothing.
-func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
-	if s.cfg.Deployments == nil {
+// handOff gives the rollout controller the commit's Deployments, once per
+// commit: not again while the same commit is synced, and again after a
+// sync that failed (see Syncer.handedOff); it names those that left Git
+// and are about to be pruned (see Handover.Take). The sync decides
+// nothing about the controller's objects and asks nothing back. Only the
+// Deployments that Git changed since inv (or that are new) count as
+// changes of this sync; the others are marked as needing nothing.
+func (s *Syncer) handOff(ctx context.Context, h Handover, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
+	if h == nil {
 		return nil, nil
-	}
-	var items []*apply.Item
-	var deploys []*appsv1.Deployment
-	var errs []error
-	for _, it := range plan.Items {
-		if !isDeployment(it) {
-			continue
-		}
-		d, err := typedDeployment(it.Object)
-		if err != nil {
-			errs = append(errs, &manifest.Error{Origin: it.Object.Origin, Reason: err.Error()})
-			continue
-		}
-		items, deploys = append(items, it), append(deploys, d)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
 	}
 	var leaving []types.NamespacedName
 	if s.cfg.Prune {
 		leaving = deploymentsOf(plan.Prune)
 	}
 	if s.handedOff != commit.Hash {
-		if err := s.cfg.Deployments.SyncDeployments(ctx, commit.Hash, commit.Subject, deploys, leaving); err != nil {
+		if err := h.Take(ctx, leaving); err != nil {
 			return nil, fmt.Errorf("hand the Deployments to the rollout controller: %w", err)
 		}
-		s.handedOff, s.handedTemplates = commit.Hash, templateHashes(deploys)
+		s.handedOff, s.handedTemplates = commit.Hash, templateHashes(plan.Items)
 	}
 	var changes []apply.Change
-	for _, it := range items {
+	for _, it := range plan.Items {
+		if !isDeployment(it) {
+			continue
+		}
 		if unchangedInGit(it, inv) {
 			it.Action = apply.ActionNone // the controller keeps it as Git says
 			continue
@@ -104,19 +172,36 @@ func (s *Syncer) handOff(ctx context.Context, plan *apply.Plan, inv inventory.In
 	return changes, nil
 }
 
-// templateHashes returns the template hash of each of deploys
+// splitErrors returns the errors err joins, err alone when it joins none,
+// nil for nil.
+func splitErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	return []error{err}
+}
+
+// templateHashes returns the template hash of each Deployment of items
 // (plimsoll.dev/template-hash, as the rollout controller computes it) by
 // namespace/name.
-func templateHashes(deploys []*appsv1.Deployment) map[string]string {
-	hashes := make(map[string]string, len(deploys))
-	for _, d := range deploys {
-		hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
+func templateHashes(items []*apply.Item) map[string]string {
+	hashes := map[string]string{}
+	for _, it := range items {
+		if !isDeployment(it) {
+			continue
+		}
+		if d, err := typedDeployment(it.Object); err == nil { // the check typed each already
+			hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
+		}
 	}
 	return hashes
 }
 
 // handedOffDiff diffs a Git Deployment that the rollout controller runs
-// as the controller would write it (see DeploymentSink.DiffDeployment);
+// as the controller would write it (see DeploymentDiffer.DiffDeployment);
 // nil for any other object, which the sync's dry-run diffs.
 func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit source.Commit) (*apply.ObjectDiff, error) {
 	if s.cfg.Diffs == nil || !isDeployment(it) {
@@ -151,7 +236,7 @@ func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit sourc
 // removedDiff diffs to nothing the Deployment that serves the workload
 // whose Git Deployment e the prune removes: its namesake or, for
 // blue-green, the active color, which the rollout controller retires
-// with it (see DeploymentSink.SyncDeployments) though the inventory does
+// with it (see Handover.Take) though the inventory does
 // not name it. nil for any other entry; an empty diff for a workload the
 // prune keeps.
 func (s *Syncer) removedDiff(ctx context.Context, e inventory.Entry) (*apply.ObjectDiff, error) {

@@ -56,7 +56,11 @@ func (s *Syncer) pruneAll(ctx context.Context, rec *inventory.Record) error {
 	slices.SortFunc(entries, func(a, b inventory.Entry) int { return strings.Compare(a.Key().String(), b.Key().String()) })
 	if s.cfg.Deployments != nil {
 		// The sync's last hand-over: nothing desired, every workload leaving.
-		if err := s.cfg.Deployments.SyncDeployments(ctx, "", "", nil, deploymentsOf(entries)); err != nil {
+		h, err := s.cfg.Deployments.Check(ctx, Handoff{})
+		if err == nil {
+			err = h.Take(ctx, deploymentsOf(entries))
+		}
+		if err != nil {
 			return fmt.Errorf("retire the workloads: %w", err)
 		}
 	}

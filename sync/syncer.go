@@ -8,9 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/internal/redact"
@@ -65,31 +63,6 @@ type Source interface {
 	// an error wrapping source.ErrAncestryUnknown when the fetched history
 	// cannot tell.
 	Descends(ctx context.Context, commit, ancestor string) (bool, error)
-}
-
-// DeploymentSink takes the Deployments of a synced commit: the rollout
-// controller rolls them out instead of sync applying them. Package
-// rollout's Controller implements it; cmd/plimsoll wires the two.
-//
-// CheckDeployment is asked about every Deployment of a commit before
-// anything of the commit is applied: an error (an unknown strategy, a bad
-// canary steps string, a Service that neither exists nor comes with the
-// commit) fails the whole commit, as an invalid manifest does. services
-// names the Services of the Deployment's namespace in the commit.
-//
-// SyncDeployments is given every Deployment of a commit once its other
-// objects are applied, once per commit: the controller takes what Git
-// asks and writes what the rollout needs. leaving names the Deployments
-// that left Git and that the sync prunes next (none while pruning is
-// off): for each, unless the Deployment that serves the workload is one
-// the prune keeps (annotated plimsoll.dev/prune: disabled, or no longer
-// labelled as the sync's), the controller retires what it runs for the
-// workload under other names (blue-green colors, the canary Deployment,
-// its keys in Service selectors) before it returns, and the sync's prune
-// deletes the Deployment of Git's name. An error fails the sync.
-type DeploymentSink interface {
-	CheckDeployment(ctx context.Context, desired *appsv1.Deployment, services []string) error
-	SyncDeployments(ctx context.Context, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error
 }
 
 // Config wires a Syncer.
@@ -401,10 +374,14 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		return st, outcomeHeld, err
 	}
 
-	if err := errors.Join(checkAnalyses(objs), s.checkDeclarations(ctx, objs), s.checkDeployments(ctx, objs)); err != nil {
+	handover, refused := s.checkDeployments(ctx, objs, snap.Commit)
+	if err := errors.Join(checkAnalyses(objs), s.checkDeclarations(ctx, objs), refused); err != nil {
+		if handover != nil {
+			handover.Refuse()
+		}
 		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
 	}
-	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit)
+	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit, handover)
 	if err != nil {
 		step := "apply"
 		if owned := (*apply.OwnerError)(nil); errors.As(err, &owned) {

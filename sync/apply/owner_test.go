@@ -130,7 +130,7 @@ func TestPlanOwners(t *testing.T) {
 			for _, e := range tt.inv {
 				inv[e.Key()] = e
 			}
-			plan, err := a.Plan(context.Background(), tt.desired, inv)
+			plan, err := a.Plan(context.Background(), tt.desired, inv, nil)
 			if tt.refused != nil {
 				if err == nil {
 					t.Fatalf("plan succeeded, want refusals %q", tt.refused)

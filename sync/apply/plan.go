@@ -196,22 +196,28 @@ func (p *Plan) Writes() []*Item {
 // slim): a sync of 600 workloads lists about 1,200 Deployments (colors,
 // canaries) beside their Services, and held whole until the apply ended
 // they were about 40% of the daemon's live heap as the rollouts began.
-func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory) (*Plan, error) {
-	return a.plan(ctx, desired, inv, false)
+func (a *Applier) Plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory, steered Steered) (*Plan, error) {
+	return a.plan(ctx, desired, inv, steered, false)
 }
 
 // PlanDiff is Plan with each item's live object kept whole, for Diff.
-func (a *Applier) PlanDiff(ctx context.Context, desired []manifest.Object, inv inventory.Inventory) (*Plan, error) {
-	return a.plan(ctx, desired, inv, true)
+func (a *Applier) PlanDiff(ctx context.Context, desired []manifest.Object, inv inventory.Inventory, steered Steered) (*Plan, error) {
+	return a.plan(ctx, desired, inv, steered, true)
 }
+
+// Steered copies into an object about to be applied, want, the fields
+// that another writer steers on its live object, live (the rollout
+// controller's keys of a Service's selector, the target of an
+// autoscaler): applied as Git writes them, they would be undone at every
+// sync. The item's hash stays Git's. nil keeps nothing.
+type Steered func(want, live *unstructured.Unstructured)
 
 // plan is Plan, keeping each item's live object whole when whole is set.
 // An item is decided as its live object is listed, a page at a time, so
 // that no more than one page is held whole.
-func (a *Applier) plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory, whole bool) (*Plan, error) {
+func (a *Applier) plan(ctx context.Context, desired []manifest.Object, inv inventory.Inventory, steered Steered, whole bool) (*Plan, error) {
 	plan := &Plan{}
 	byKey := make(map[manifest.Key]*Item, len(desired))
-	blueGreen := blueGreenWorkloads(desired)
 	for _, obj := range desired {
 		labels := obj.Obj.GetLabels()
 		if labels == nil {
@@ -246,7 +252,10 @@ func (a *Applier) plan(ctx context.Context, desired []manifest.Object, inv inven
 		}
 		live := *obj // a copy, so that the rest of its page is not held with it
 		it.Live = &live
-		if err := a.decide(it, inv, blueGreen); err != nil {
+		if steered != nil {
+			steered(it.Object.Obj, it.Live)
+		}
+		if err := a.decide(it, inv); err != nil {
 			errs = append(errs, err)
 		}
 		if it.Action != ActionNone {
@@ -285,12 +294,9 @@ func (a *Applier) plan(ctx context.Context, desired []manifest.Object, inv inven
 // decide works out what item it, whose live object is it.Live, needs:
 // an update when Git changed it since the inventory's hash, a restore
 // when it drifted from Git or kubectl owns fields of it (see
-// takeOverPatchOf), else nothing. The fields the rollout controller
-// steers are kept as they are live first (see keepSelectorKeys and
-// keepScaleTarget; blueGreen names the commit's blue-green workloads).
-func (a *Applier) decide(it *Item, inv inventory.Inventory, blueGreen map[[2]string]bool) error {
-	keepSelectorKeys(it)
-	keepScaleTarget(it, blueGreen)
+// takeOverPatchOf), else nothing. The fields another writer steers are
+// kept as they are live first (see Steered).
+func (a *Applier) decide(it *Item, inv inventory.Inventory) error {
 	var err error
 	if it.takeOver, err = a.takeOverPatchOf(it); err != nil {
 		return fmt.Errorf("plan %s (%s): %w", it.Key(), it.Object.Origin, err)
@@ -419,80 +425,4 @@ func compareKeys(x, y manifest.Key) int {
 		}
 	}
 	return 0
-}
-
-// keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of
-// its live selector that Git does not set: the rollout controller's color
-// (blue-green) and serving (canary) keys. A Service's selector is an atomic
-// map to server-side apply, so applying Git's selector alone would drop
-// them and, for a moment, send traffic to every color's or every canary
-// pod. The item's hash stays Git's.
-func keepSelectorKeys(it *Item) {
-	gvk := it.Object.Obj.GroupVersionKind()
-	if it.Live == nil || gvk.Group != "" || gvk.Kind != "Service" {
-		return
-	}
-	live, _, _ := unstructured.NestedStringMap(it.Live.Object, "spec", "selector")
-	want, found, err := unstructured.NestedStringMap(it.Object.Obj.Object, "spec", "selector")
-	if err != nil || !found {
-		return // no selector in Git: nothing for the controller's keys to join
-	}
-	changed := false
-	for k, v := range live {
-		if _, set := want[k]; !set && strings.HasPrefix(k, contract.Prefix) {
-			want[k], changed = v, true
-		}
-	}
-	if changed {
-		_ = unstructured.SetNestedStringMap(it.Object.Obj.Object, want, "spec", "selector")
-	}
-}
-
-// keepScaleTarget keeps in a desired HorizontalPodAutoscaler the color
-// its live object targets: Git's HPA of blue-green workload <name> targets
-// Deployment <name>, which runs as <name>-blue and <name>-green, and the
-// rollout controller points the HPA at the active color at each swap.
-// Applied as Git writes it, the HPA would be turned back to <name> (which
-// runs no pods) at every sync, and the controller would turn it again:
-// drift both ways, and for a moment a color left at Git's count. So the
-// live target stays when it is one of the workload's colors, as the
-// selector keys of a Service do; an HPA created, or one that names
-// anything else, is applied as Git writes it, and the controller turns it
-// to the active color. blueGreen holds the namespace and name of every
-// blue-green Deployment of the commit: a workload that left blue-green
-// gets Git's target back. The item's hash stays Git's.
-func keepScaleTarget(it *Item, blueGreen map[[2]string]bool) {
-	gvk := it.Object.Obj.GroupVersionKind()
-	if it.Live == nil || gvk.Group != "autoscaling" || gvk.Kind != "HorizontalPodAutoscaler" {
-		return
-	}
-	want, _, _ := unstructured.NestedStringMap(it.Object.Obj.Object, "spec", "scaleTargetRef")
-	live, _, _ := unstructured.NestedStringMap(it.Live.Object, "spec", "scaleTargetRef")
-	name := want["name"]
-	if !blueGreen[[2]string{it.Object.Obj.GetNamespace(), name}] || !targetsDeployment(want) || !targetsDeployment(live) {
-		return
-	}
-	if live["name"] == name+contract.SuffixBlue || live["name"] == name+contract.SuffixGreen {
-		_ = unstructured.SetNestedField(it.Object.Obj.Object, live["name"], "spec", "scaleTargetRef", "name")
-	}
-}
-
-// targetsDeployment reports whether scaleTargetRef ref names an apps/v1
-// Deployment.
-func targetsDeployment(ref map[string]string) bool {
-	return ref["kind"] == "Deployment" && (ref["apiVersion"] == "" || ref["apiVersion"] == "apps/v1")
-}
-
-// blueGreenWorkloads returns the namespace and name of every Deployment of
-// objs that the blue-green strategy runs.
-func blueGreenWorkloads(objs []manifest.Object) map[[2]string]bool {
-	names := map[[2]string]bool{}
-	for _, obj := range objs {
-		gvk := obj.Obj.GroupVersionKind()
-		if gvk.Group == "apps" && gvk.Kind == "Deployment" &&
-			obj.Obj.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
-			names[[2]string{obj.Obj.GetNamespace(), obj.Obj.GetName()}] = true
-		}
-	}
-	return names
 }

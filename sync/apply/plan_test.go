@@ -72,7 +72,7 @@ func TestPlanReadsLiveAPageAtATime(t *testing.T) {
 		}
 		return out
 	}
-	first, err := a.Plan(context.Background(), desired(), inventory.Inventory{})
+	first, err := a.Plan(context.Background(), desired(), inventory.Inventory{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPlanReadsLiveAPageAtATime(t *testing.T) {
 
 	wantAction := map[string]Action{"plain": ActionNone, "edited": ActionRestore, "scaled": ActionNone, "new": ActionCreate}
 	for _, whole := range []bool{false, true} {
-		plan, err := a.plan(context.Background(), desired(), inv, whole)
+		plan, err := a.plan(context.Background(), desired(), inv, nil, whole)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,29 +1,27 @@
-package apply
+package rollout
 
 import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"plimsoll.dev/plimsoll/sync/manifest"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestKeepSelectorKeys keeps the rollout controller's keys of a live
-// Service's selector in the applied object, and nothing else.
+// TestKeepSelectorKeys keeps the controller's keys of a live Service's
+// selector in the object a sync applies, and nothing else.
 func TestKeepSelectorKeys(t *testing.T) {
 	service := func(selector map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": "shop"}, "spec": map[string]any{"selector": selector}}}
 	}
-	it := &Item{
-		Object: manifest.Object{Obj: service(map[string]any{"app": "shop"})},
-		Live:   service(map[string]any{"app": "shop", "plimsoll.dev/color": "blue", "team": "x"}),
-	}
-	keepSelectorKeys(it)
-	got, _, _ := unstructured.NestedStringMap(it.Object.Obj.Object, "spec", "selector")
-	if want := map[string]string{"app": "shop", "plimsoll.dev/color": "blue"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("selector to apply %v, want %v", got, want)
+	want := service(map[string]any{"app": "shop"})
+	steered(want, service(map[string]any{"app": "shop", "plimsoll.dev/color": "blue", "team": "x"}), nil)
+	got, _, _ := unstructured.NestedStringMap(want.Object, "spec", "selector")
+	if exp := map[string]string{"app": "shop", "plimsoll.dev/color": "blue"}; !reflect.DeepEqual(got, exp) {
+		t.Errorf("selector to apply %v, want %v", got, exp)
 	}
 }
 
@@ -36,11 +34,11 @@ func TestKeepScaleTarget(t *testing.T) {
 			"metadata": map[string]any{"name": "web", "namespace": "team"},
 			"spec":     map[string]any{"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": target}}}}
 	}
-	blueGreen := map[[2]string]bool{{"team", "web"}: true}
+	blueGreen := map[types.NamespacedName]bool{{Namespace: "team", Name: "web"}: true}
 	for _, tt := range []struct {
 		name      string
 		live      string // "" for no live HPA
-		blueGreen map[[2]string]bool
+		blueGreen map[types.NamespacedName]bool
 		want      string
 	}{
 		{"the active color kept", "web-green", blueGreen, "web-green"},
@@ -50,31 +48,30 @@ func TestKeepScaleTarget(t *testing.T) {
 		{"not live yet", "", blueGreen, "web"},
 		{"the workload left blue-green", "web-green", nil, "web"},
 	} {
-		it := &Item{Object: manifest.Object{Obj: hpa("web")}}
+		want := hpa("web")
+		var live *unstructured.Unstructured
 		if tt.live != "" {
-			it.Live = hpa(tt.live)
+			live = hpa(tt.live)
 		}
-		keepScaleTarget(it, tt.blueGreen)
-		if got, _, _ := unstructured.NestedString(it.Object.Obj.Object, "spec", "scaleTargetRef", "name"); got != tt.want {
+		steered(want, live, tt.blueGreen)
+		if got, _, _ := unstructured.NestedString(want.Object, "spec", "scaleTargetRef", "name"); got != tt.want {
 			t.Errorf("%s: target to apply %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
 
 // TestBlueGreenWorkloads names the Deployments of a commit that run
-// blue-green, and no other object.
+// blue-green, and no other.
 func TestBlueGreenWorkloads(t *testing.T) {
-	obj := func(kind, name, strategy string) manifest.Object {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": kind,
-			"metadata": map[string]any{"name": name, "namespace": "team"}}}
+	deploy := func(name, strategy string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
 		if strategy != "" {
-			u.SetAnnotations(map[string]string{"plimsoll.dev/strategy": strategy})
+			d.Annotations = map[string]string{"plimsoll.dev/strategy": strategy}
 		}
-		return manifest.Object{Obj: u}
+		return d
 	}
-	got := blueGreenWorkloads([]manifest.Object{obj("Deployment", "web", "blue-green"), obj("Deployment", "api", "canary"),
-		obj("Deployment", "db", ""), obj("StatefulSet", "cache", "blue-green")})
-	if want := map[[2]string]bool{{"team", "web"}: true}; !reflect.DeepEqual(got, want) {
+	got := blueGreenWorkloads([]*appsv1.Deployment{deploy("web", "blue-green"), deploy("api", "canary"), deploy("db", "")})
+	if want := map[types.NamespacedName]bool{{Namespace: "team", Name: "web"}: true}; !reflect.DeepEqual(got, want) {
 		t.Errorf("blue-green workloads %v, want %v", got, want)
 	}
 }

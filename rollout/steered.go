@@ -1,0 +1,94 @@
+package rollout
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// The fields of other objects than its Deployments that the controller
+// steers, and that a sync's apply of Git's objects keeps as they are live
+// (see sync.Handover.Steered): the sync names no strategy and no color.
+
+// steered copies into want, an object a sync is about to apply, the
+// fields the controller steers on live: the keys of a Service's selector
+// (see keepSelectorKeys) and the color an autoscaler of one of blueGreen,
+// the commit's blue-green workloads, targets (see keepScaleTarget).
+func steered(want, live *unstructured.Unstructured, blueGreen map[types.NamespacedName]bool) {
+	if live == nil {
+		return
+	}
+	switch gvk := want.GroupVersionKind(); {
+	case gvk.Group == "" && gvk.Kind == "Service":
+		keepSelectorKeys(want, live)
+	case gvk.Group == "autoscaling" && gvk.Kind == "HorizontalPodAutoscaler":
+		keepScaleTarget(want, live, blueGreen)
+	}
+}
+
+// keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of
+// its live selector that Git does not set: the color (blue-green) and
+// serving (canary) keys. A Service's selector is an atomic map to
+// server-side apply, so applying Git's selector alone would drop them
+// and, for a moment, send traffic to every color's or every canary pod.
+func keepSelectorKeys(want, live *unstructured.Unstructured) {
+	liveSelector, _, _ := unstructured.NestedStringMap(live.Object, "spec", "selector")
+	selector, found, err := unstructured.NestedStringMap(want.Object, "spec", "selector")
+	if err != nil || !found {
+		return // no selector in Git: nothing for the controller's keys to join
+	}
+	changed := false
+	for k, v := range liveSelector {
+		if _, set := selector[k]; !set && strings.HasPrefix(k, contract.Prefix) {
+			selector[k], changed = v, true
+		}
+	}
+	if changed {
+		_ = unstructured.SetNestedStringMap(want.Object, selector, "spec", "selector")
+	}
+}
+
+// keepScaleTarget keeps in a desired HorizontalPodAutoscaler the color
+// its live object targets: Git's HPA of blue-green workload <name> targets
+// Deployment <name>, which runs as <name>-blue and <name>-green, and the
+// controller points the HPA at the active color at each swap. Applied as
+// Git writes it, the HPA would be turned back to <name> (which runs no
+// pods) at every sync, and the controller would turn it again: drift both
+// ways, and for a moment a color left at Git's count. So the live target
+// stays when it is one of the workload's colors; an HPA created, or one
+// that names anything else, is applied as Git writes it, and the
+// controller turns it to the active color. A workload that left
+// blue-green (not in blueGreen) gets Git's target back.
+func keepScaleTarget(want, live *unstructured.Unstructured, blueGreen map[types.NamespacedName]bool) {
+	ref, _, _ := unstructured.NestedStringMap(want.Object, "spec", "scaleTargetRef")
+	liveRef, _, _ := unstructured.NestedStringMap(live.Object, "spec", "scaleTargetRef")
+	name := ref["name"]
+	if !blueGreen[types.NamespacedName{Namespace: want.GetNamespace(), Name: name}] || !targetsDeployment(ref) || !targetsDeployment(liveRef) {
+		return
+	}
+	if liveRef["name"] == name+contract.SuffixBlue || liveRef["name"] == name+contract.SuffixGreen {
+		_ = unstructured.SetNestedField(want.Object, liveRef["name"], "spec", "scaleTargetRef", "name")
+	}
+}
+
+// targetsDeployment reports whether scaleTargetRef ref names an apps/v1
+// Deployment.
+func targetsDeployment(ref map[string]string) bool {
+	return ref["kind"] == "Deployment" && (ref["apiVersion"] == "" || ref["apiVersion"] == "apps/v1")
+}
+
+// blueGreenWorkloads returns the namespace and name of every Deployment of
+// desired that the blue-green strategy runs.
+func blueGreenWorkloads(desired []*appsv1.Deployment) map[types.NamespacedName]bool {
+	names := map[types.NamespacedName]bool{}
+	for _, d := range desired {
+		if d.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
+			names[types.NamespacedName{Namespace: d.Namespace, Name: d.Name}] = true
+		}
+	}
+	return names
+}
