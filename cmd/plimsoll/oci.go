@@ -97,19 +97,37 @@ func (o *sourceOptions) artifactConfig() (artifact.Config, error) {
 	return cfg, nil
 }
 
+// artifactSource builds the OCI source of the flags, and the key the
+// fleet knows it by.
+func (o *sourceOptions) artifactSource() (*artifact.Source, fleet.RepoKey, error) {
+	cfg, err := o.artifactConfig()
+	if err != nil {
+		return nil, fleet.RepoKey{}, err
+	}
+	src, err := artifact.New(cfg)
+	if err != nil {
+		return nil, fleet.RepoKey{}, err
+	}
+	key := fleet.RepoKey{URL: cfg.Ref.String(), Verify: cfg.Keys.ID()}
+	if cfg.Credentials != nil {
+		key.Credentials = "flags"
+	}
+	return src, key, nil
+}
+
 // newSource builds the source of the flags' sync: a Git repository, or
 // an OCI artifact.
 func (o *sourceOptions) newSource() (psync.Source, error) {
 	oci, err := o.isOCI()
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if oci {
-		cfg, err := o.artifactConfig()
+	case oci:
+		src, _, err := o.artifactSource()
 		if err != nil {
 			return nil, err
 		}
-		return artifact.New(cfg)
+		return src, nil
 	}
 	cfg, err := o.sourceConfig()
 	if err != nil {
@@ -118,33 +136,23 @@ func (o *sourceOptions) newSource() (psync.Source, error) {
 	return source.New(cfg)
 }
 
-// rootRepo is the fleet's Repo of the flags' sync: its key, and a source
-// opened once from the flags.
+// rootRepo is the fleet's Repo of the flags' sync, its source built once
+// from the flags.
 func (m *many) rootRepo() (*fleet.Repo, error) {
 	o := m.o
 	oci, err := o.isOCI()
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if oci {
-		cfg, err := o.artifactConfig()
+	case oci:
+		src, key, err := o.artifactSource()
 		if err != nil {
 			return nil, err
 		}
-		if _, err := artifact.New(cfg); err != nil {
-			return nil, err
-		}
-		key := fleet.RepoKey{URL: cfg.Ref.String(), Verify: cfg.Keys.ID()}
-		if cfg.Credentials != nil {
-			key.Credentials = "flags"
-		}
-		return m.fleet.Repo(key, openOnce(func() (psync.Source, error) { return artifact.New(cfg) })), nil
+		return m.fleet.Repo(key, openOnce(src)), nil
 	}
 	srcCfg, err := o.sourceConfig()
 	if err != nil {
-		return nil, err
-	}
-	if _, err := source.New(srcCfg); err != nil {
 		return nil, err
 	}
 	key := fleet.RepoKey{URL: srcCfg.URL, Branch: srcCfg.Branch, Verify: keysDigest(o.verifyKeyFile, o.verifySSHKeyFile)}
@@ -152,18 +160,18 @@ func (m *many) rootRepo() (*fleet.Repo, error) {
 		key.Credentials = "flags"
 	}
 	srcCfg.Dir = filepath.Join(o.cacheDir, repoDirName(key))
-	return m.fleet.Repo(key, openOnce(func() (psync.Source, error) { return source.New(srcCfg) })), nil
+	repo, err := source.New(srcCfg)
+	if err != nil {
+		return nil, err
+	}
+	return m.fleet.Repo(key, openOnce(repo)), nil
 }
 
 // openOnce is the Opener of a source built once, from the flags.
-func openOnce(open func() (psync.Source, error)) fleet.Opener {
+func openOnce(src psync.Source) fleet.Opener {
 	return func(_ context.Context, version string) (psync.Source, string, error) {
 		if version != "" {
 			return nil, version, nil
-		}
-		src, err := open()
-		if err != nil {
-			return nil, "", err
 		}
 		return src, "flags", nil
 	}
