@@ -12,13 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distribution/distribution/v3/configuration"
-	"github.com/distribution/distribution/v3/registry/handlers"
-	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"plimsoll.dev/plimsoll/sync/artifact/artifacttest"
 	"plimsoll.dev/plimsoll/sync/helm/helmtest"
 )
 
@@ -74,13 +72,7 @@ func (r *chartRepo) add(name, version string, data []byte) string {
 // 127.0.0.1 and returns its host:port.
 func newRegistry(t *testing.T) string {
 	t.Helper()
-	cfg := &configuration.Configuration{Storage: configuration.Storage{"inmemory": configuration.Parameters{}}}
-	cfg.Log.Level = "error"
-	cfg.Log.AccessLog.Disabled = true
-	cfg.HTTP.Secret = "e2e-registry"
-	srv := httptest.NewServer(handlers.NewApp(context.Background(), cfg))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return artifacttest.NewRegistry(t).Host
 }
 
 // pushChart pushes a chart archive to the registry as Helm does: a config

@@ -24,6 +24,9 @@ type syncTarget struct {
 	cacheDir string
 	// url overrides the repository's file:// URL (to go through a server).
 	url string
+	// oci, when set, are the flags of an OCI artifact source, given in
+	// place of --repo.
+	oci []string
 	// kubeconfig overrides the suite's (to act as another user), statusNS
 	// the namespace of the status ConfigMap (ns by default).
 	kubeconfig, statusNS string
@@ -58,14 +61,17 @@ func (s *syncTarget) flags(extra ...string) []string {
 	if s.kubeconfig != "" {
 		kubeconfig = s.kubeconfig
 	}
-	return append([]string{
-		"--repo", url,
+	from := []string{"--repo", url}
+	if s.oci != nil {
+		from = append([]string(nil), s.oci...)
+	}
+	return append(append(from,
 		"--kubeconfig", kubeconfig,
 		"--namespace", s.ns,
 		"--status-namespace", s.statusNamespace(),
 		"--sync-name", s.ns,
 		"--cache-dir", s.cacheDir,
-	}, extra...)
+	), extra...)
 }
 
 // syncOnce runs `plimsoll sync --once` and returns its output and exit code.
