@@ -10,7 +10,11 @@
 // their name, never by their URL, which holds a token.
 package notify
 
-import "time"
+import (
+	"time"
+
+	"plimsoll.dev/plimsoll/internal/revision"
+)
 
 // Kinds, phases, severities, formats and defaults of the notifications.
 const (
@@ -62,9 +66,6 @@ const (
 	// maxResponseRead is how much of a receiver's answer is read (and
 	// thrown away) so that the connection can be reused.
 	maxResponseRead = 64 << 10
-	// shortCommit is how many characters of a commit hash a human line
-	// shows.
-	shortCommit = 7
 
 	// Slack attachment colours, in hex: Slack also takes "good" and
 	// "danger", but the other Slack-compatible receivers take only hex.
@@ -136,10 +137,6 @@ func (n Notification) state() string {
 	return n.Phase
 }
 
-// short shortens a commit hash for a human line.
-func short(hash string) string {
-	if len(hash) > shortCommit {
-		return hash[:shortCommit]
-	}
-	return hash
-}
+// short shortens a commit hash or an artifact's digest for a human line
+// (see revision.Short).
+func short(hash string) string { return revision.Short(hash) }

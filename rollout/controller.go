@@ -75,7 +75,6 @@ const (
 	// resyncPeriod re-lists the informers' objects now and then, so a
 	// missed event is made up for.
 	resyncPeriod = 10 * time.Minute
-	shortCommit  = 7
 	// writeMemory is how long the controller prefers an object it wrote
 	// over an older copy in its cache (see recentWrites).
 	writeMemory = time.Minute

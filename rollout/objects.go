@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -118,12 +119,9 @@ func changeCause(commit, subject string) string {
 	return strings.TrimSpace(short(commit) + " " + subject)
 }
 
-func short(commit string) string {
-	if len(commit) > shortCommit {
-		return commit[:shortCommit]
-	}
-	return commit
-}
+// short is a commit or an artifact's digest as people read it (see
+// revision.Short).
+func short(commit string) string { return revision.Short(commit) }
 
 func setLabel(m *metav1.ObjectMeta, k, v string) {
 	if m.Labels == nil {

@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Progress is where a Deployment's rollout stands, in pods, with the bounds
@@ -192,10 +194,9 @@ func deadlineReason(live *appsv1.Deployment) string {
 	return "progress deadline exceeded"
 }
 
-// shortCommit is the first 7 characters of a commit id, as git shows it.
-func shortCommit(commit string) string {
-	return commit[:min(len(commit), 7)]
-}
+// shortCommit is a commit id as git shows it, or an artifact's digest
+// kept with its algorithm (see revision.Short).
+func shortCommit(commit string) string { return revision.Short(commit) }
 
 // describeRevision names a revision and, when known, its commit:
 // "revision 4 (commit abc1234)".

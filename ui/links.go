@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // repoPath is the path of a repository on a forge: owner, groups and name,
@@ -82,7 +84,6 @@ func commitLink(repo, commit string) link {
 	return l
 }
 
-// shortCommit is the first 7 characters of a commit id.
-func shortCommit(commit string) string {
-	return commit[:min(len(commit), 7)]
-}
+// shortCommit is a commit id's first 7 characters, or an artifact's
+// digest kept with its algorithm (see revision.Short).
+func shortCommit(commit string) string { return revision.Short(commit) }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/workload"
 )
@@ -196,10 +197,9 @@ func orDash(s string) string {
 	return s
 }
 
-// short is the first 7 characters of a commit id.
-func short(commit string) string {
-	return commit[:min(len(commit), 7)]
-}
+// short is a commit id or an artifact digest as people read it (see
+// revision.Short).
+func short(commit string) string { return revision.Short(commit) }
 
 // oneLine folds an error's text onto one line.
 func oneLine(err error) string {
