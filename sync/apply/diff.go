@@ -68,8 +68,11 @@ func (a *Applier) Diff(ctx context.Context, plan *Plan) ([]ObjectDiff, error) {
 }
 
 // DiffObjects is the unified diff of two versions of an object (nil for
-// none), "" when they are the same, on the fields Diff compares.
+// none), "" when they are the same, on the fields Diff compares. The
+// values of a Secret do not show: the diff says which keys change (see
+// valueFree).
 func DiffObjects(key manifest.Key, before, after *unstructured.Unstructured) (string, error) {
+	before, after = valueFree(key, before, after)
 	a, err := comparable(before)
 	if err != nil {
 		return "", fmt.Errorf("diff %s: %w", key, err)
