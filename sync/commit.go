@@ -26,7 +26,7 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 	}
 	var objs []manifest.Object
 	var rendered []*manifest.ChartOutput
-	out, err := manifest.RenderTree(ctx, snap.FS, s.cfg.Path, s.cfg.Limits, charts)
+	out, err := manifest.RenderTree(ctx, s.decrypted(ctx, snap.FS), s.cfg.Path, s.cfg.Limits, charts)
 	if err == nil {
 		objs, rendered = out.Objects, out.Charts
 	}

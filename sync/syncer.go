@@ -101,6 +101,10 @@ type Config struct {
 	// Hooks, when set, runs the hooks of the charts; without it hooks are
 	// left out.
 	Hooks HookRunner
+	// Decryption, when set, decrypts the SOPS-encrypted files of a commit
+	// as it is rendered; without it an encrypted file fails the commit,
+	// saying that no decryption key is configured.
+	Decryption Decryption
 
 	Source      Source
 	Applier     *apply.Applier
