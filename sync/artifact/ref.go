@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -30,22 +29,45 @@ type Ref struct {
 	Tag, SemVer, Digest string
 }
 
+// Parts of a reference a RefError names.
+const (
+	PartRepository = "repository"
+	PartTag        = "tag"
+	PartSemver     = "semver"
+	PartDigest     = "digest"
+)
+
+// RefError is a reference ParseRef refuses. Part is the part at fault
+// (PartRepository, PartTag, PartSemver, PartDigest), "" when several
+// parts are given that exclude each other.
+type RefError struct {
+	Part string
+	msg  string
+}
+
+func (e *RefError) Error() string { return e.msg }
+
+func refErr(part, format string, args ...any) *RefError {
+	return &RefError{Part: part, msg: fmt.Sprintf(format, args...)}
+}
+
 // ParseRef checks an artifact reference: url is oci://host[:port]/path,
 // and at most one of tag, semverRange and dgst is given (the tag "latest"
-// when none is). Each error names what is wrong with which part.
+// when none is). Its error is a *RefError, naming what is wrong with which
+// part.
 func ParseRef(url, tag, semverRange, dgst string) (Ref, error) {
 	if !strings.HasPrefix(url, Scheme) {
-		return Ref{}, fmt.Errorf("OCI repository %q: want %shost[:port]/path", url, Scheme)
+		return Ref{}, refErr(PartRepository, "OCI repository %q: want %shost[:port]/path", url, Scheme)
 	}
 	repo := strings.TrimSuffix(strings.TrimPrefix(url, Scheme), "/")
 	parsed, err := registry.ParseReference(repo)
 	switch {
 	case err != nil:
-		return Ref{}, fmt.Errorf("OCI repository %q: %w", url, err)
+		return Ref{}, refErr(PartRepository, "OCI repository %q: %v", url, err)
 	case parsed.Reference != "":
-		return Ref{}, fmt.Errorf("OCI repository %q names a tag or digest in the URL; give it as the tag, semver or digest instead", url)
+		return Ref{}, refErr(PartRepository, "OCI repository %q names a tag or digest in the URL; give it as the tag, semver or digest instead", url)
 	case strings.Contains(parsed.Registry, "@"):
-		return Ref{}, fmt.Errorf("OCI repository %q carries credentials; give them in a credentials file or Secret", url)
+		return Ref{}, refErr(PartRepository, "OCI repository %q carries credentials; give them in a credentials file or Secret", url)
 	}
 	ref := Ref{Repository: repo, Tag: tag, SemVer: semverRange, Digest: dgst}
 	given := 0
@@ -56,19 +78,19 @@ func ParseRef(url, tag, semverRange, dgst string) (Ref, error) {
 	}
 	switch {
 	case given > 1:
-		return Ref{}, errors.New("give one of an OCI tag, semver range and digest, not several")
+		return Ref{}, refErr("", "give one of an OCI tag, semver range and digest, not several")
 	case given == 0:
 		ref.Tag = defaultTag
 	case tag != "" && !tagPattern.MatchString(tag):
-		return Ref{}, fmt.Errorf("OCI tag %q is not a tag (letters, digits, '_', '.' and '-', at most 128)", tag)
+		return Ref{}, refErr(PartTag, "OCI tag %q is not a tag (letters, digits, '_', '.' and '-', at most 128)", tag)
 	case semverRange != "":
 		if _, err := semver.NewConstraint(semverRange); err != nil {
-			return Ref{}, fmt.Errorf("semver range %q: %w", semverRange, err)
+			return Ref{}, refErr(PartSemver, "semver range %q: %v", semverRange, err)
 		}
 	case dgst != "":
 		d, err := digest.Parse(dgst)
 		if err != nil {
-			return Ref{}, fmt.Errorf("OCI digest %q: %w (want sha256: and 64 hex digits)", dgst, err)
+			return Ref{}, refErr(PartDigest, "OCI digest %q: %v (want sha256: and 64 hex digits)", dgst, err)
 		}
 		ref.Digest = d.String()
 	}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/source"
 	"plimsoll.dev/plimsoll/sync/window"
 )
@@ -43,9 +44,11 @@ const (
 	FieldPrune          = "prune"
 	FieldNamespace      = "namespace"
 	FieldServiceAccount = "serviceAccount"
+	FieldOCI            = "oci"
 	// Fields of verify.
 	fieldOpenPGP = "openpgp"
 	fieldSSH     = "ssh"
+	fieldCosign  = "cosign"
 
 	// MinInterval is the shortest interval a declaration may ask for: a
 	// repository polled more often than every second loads its server for
@@ -57,7 +60,7 @@ const (
 
 // fields are the keys sync.yaml may hold, in the order docs/syncs.md gives
 // them.
-var fields = []string{FieldRepository, FieldBranch, FieldPath, FieldInterval, FieldCredentials, FieldVerify,
+var fields = []string{FieldRepository, FieldBranch, FieldOCI, FieldPath, FieldInterval, FieldCredentials, FieldVerify,
 	FieldWindows, FieldPrune, FieldNamespace, FieldServiceAccount}
 
 // Identity is a ServiceAccount a sync writes as.
@@ -78,9 +81,17 @@ func (i Identity) UserName() string {
 type Spec struct {
 	// Name is the sync's name: its declaration's name.
 	Name string
-	// Repository is the Git URL; Branch the branch followed (default
-	// "main"); Path the directory rendered (default ".").
+	// Repository is the Git URL, or an OCI repository's oci:// URL;
+	// Branch the Git branch followed (default "main"); Path the directory
+	// rendered (default ".").
 	Repository, Branch, Path string
+	// OCI, when Repository is an oci:// URL, is the artifact followed
+	// (see artifact.ParseRef), PlainHTTP whether its registry speaks plain
+	// HTTP, and CosignKeys the keys it must be signed with (nil: not
+	// verified). Branch is "" then.
+	OCI        *artifact.Ref
+	PlainHTTP  bool
+	CosignKeys *artifact.Keys
 	// Interval is how often the repository is polled; 0 for the daemon's
 	// --interval.
 	Interval time.Duration
@@ -91,9 +102,9 @@ type Spec struct {
 	// signed with (OpenPGP, SSH), as --verify-key and --verify-ssh-key.
 	Keyring        *source.Keyring
 	AllowedSigners *source.AllowedSigners
-	// Verify is the text of the keys, Keyring's then AllowedSigners', for
-	// telling two declarations' keys apart.
-	Verify [2]string
+	// Verify is the text of the keys, Keyring's, AllowedSigners' then
+	// CosignKeys', for telling two declarations' keys apart.
+	Verify [3]string
 	// Windows hold changes while they say so; WindowSpecs are as written.
 	Windows     window.Windows
 	WindowSpecs []string
@@ -165,6 +176,7 @@ func Parse(cm *corev1.ConfigMap) (*Spec, error) {
 type document struct {
 	Repository     string    `yaml:"repository"`
 	Branch         string    `yaml:"branch"`
+	OCI            ociDoc    `yaml:"oci"`
 	Path           string    `yaml:"path"`
 	Interval       string    `yaml:"interval"`
 	Credentials    string    `yaml:"credentials"`
@@ -178,6 +190,7 @@ type document struct {
 type verifyDoc struct {
 	OpenPGP string `yaml:"openpgp"`
 	SSH     string `yaml:"ssh"`
+	Cosign  string `yaml:"cosign"`
 }
 
 // decode reads the one YAML document of sync.yaml, refusing unknown and
@@ -206,8 +219,9 @@ func decode(data []byte) (*document, error) {
 		return nil, err
 	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == FieldVerify {
-			if err := knownKeys(top.Content[i+1], FieldVerify+".", []string{fieldOpenPGP, fieldSSH}); err != nil {
+		nested := map[string][]string{FieldVerify: {fieldOpenPGP, fieldSSH, fieldCosign}, FieldOCI: ociFields}
+		if allowed, ok := nested[top.Content[i].Value]; ok {
+			if err := knownKeys(top.Content[i+1], top.Content[i].Value+".", allowed); err != nil {
 				return nil, err
 			}
 		}
@@ -247,7 +261,7 @@ func decodeField(doc *document, key string, value *yaml.Node) error {
 	targets := map[string]any{
 		FieldRepository: &doc.Repository, FieldBranch: &doc.Branch, FieldPath: &doc.Path, FieldInterval: &doc.Interval,
 		FieldCredentials: &doc.Credentials, FieldVerify: &doc.Verify, FieldWindows: &doc.Windows, FieldPrune: &doc.Prune,
-		FieldNamespace: &doc.Namespace, FieldServiceAccount: &doc.ServiceAccount,
+		FieldNamespace: &doc.Namespace, FieldServiceAccount: &doc.ServiceAccount, FieldOCI: &doc.OCI,
 	}
 	if err := value.Decode(targets[key]); err != nil {
 		return fieldErr(key, "line %d: want %s", value.Line, want(key))
@@ -259,7 +273,9 @@ func decodeField(doc *document, key string, value *yaml.Node) error {
 func want(field string) string {
 	switch field {
 	case FieldVerify:
-		return "a mapping of openpgp and ssh keys"
+		return "a mapping of openpgp, ssh and cosign keys"
+	case FieldOCI:
+		return "a mapping of tag, semver, digest and plainHTTP"
 	case FieldWindows:
 		return "a list of windows ('deny|allow CRON DURATION')"
 	case FieldPrune:
@@ -272,17 +288,11 @@ func want(field string) string {
 func (d *document) spec(name string) (*Spec, error) {
 	s := &Spec{Name: name, Branch: d.Branch, Path: d.Path, Credentials: d.Credentials, Namespace: d.Namespace, Prune: true}
 	if d.Repository == "" {
-		return nil, fieldErr(FieldRepository, "required: the Git URL of the sync's manifests")
-	}
-	if err := source.CheckURL(d.Repository); err != nil {
-		return nil, fieldErr(FieldRepository, "%v", err)
+		return nil, fieldErr(FieldRepository, "required: the Git URL of the sync's manifests, or an OCI repository's oci:// URL")
 	}
 	s.Repository = d.Repository
-	if err := source.CheckBranch(d.Branch); err != nil {
-		return nil, fieldErr(FieldBranch, "%v", err)
-	}
-	if s.Branch == "" {
-		s.Branch = "main"
+	if err := s.readSource(d); err != nil {
+		return nil, err
 	}
 	p, err := cleanPath(d.Path)
 	if err != nil {
@@ -347,7 +357,14 @@ func (s *Spec) readKeys(v verifyDoc) error {
 		}
 		s.AllowedSigners = k
 	}
-	s.Verify = [2]string{v.OpenPGP, v.SSH}
+	if v.Cosign != "" {
+		k, err := artifact.ReadKeys([]byte(v.Cosign))
+		if err != nil {
+			return fieldErr(FieldVerify+"."+fieldCosign, "%v", err)
+		}
+		s.CosignKeys = k
+	}
+	s.Verify = [3]string{v.OpenPGP, v.SSH, v.Cosign}
 	return nil
 }
 
