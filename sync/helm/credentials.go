@@ -17,6 +17,14 @@ func LoadCredentials(file string) (*Credentials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
+	return ParseCredentials(data, file)
+}
+
+// ParseCredentials reads credentials in the format of Docker's
+// config.json, as LoadCredentials does; name, the file or Secret key they
+// come from, starts its errors.
+func ParseCredentials(data []byte, name string) (*Credentials, error) {
+	file := name
 	var doc struct {
 		Auths map[string]struct {
 			Auth     string `json:"auth"`
