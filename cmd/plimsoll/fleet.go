@@ -243,7 +243,7 @@ func (m *many) buildDeclared(_ context.Context, spec *declare.Spec) (*fleet.Sync
 	if err != nil {
 		return nil, fmt.Errorf("build the client of ServiceAccount %s: %w", spec.ServiceAccount, err)
 	}
-	key := fleet.RepoKey{URL: spec.Repository, Branch: spec.Branch, Credentials: spec.Credentials, Verify: textDigest(spec.Verify[:]...)}
+	key := declaredKey(spec)
 	repo := m.fleet.Repo(key, m.opener(spec, filepath.Join(o.cacheDir, repoDirName(key))))
 	namespace := spec.Namespace
 	if namespace == "" {
@@ -295,6 +295,7 @@ func (m *many) syncer(cfg psync.Config) *psync.Syncer {
 func (m *many) opener(spec *declare.Spec, dir string) fleet.Opener {
 	return func(ctx context.Context, version string) (psync.Source, string, error) {
 		auth, current := source.Auth{}, "none"
+		var data map[string][]byte
 		if spec.Credentials != "" {
 			secret, err := m.k.client.CoreV1().Secrets(m.o.syncsNamespace).Get(ctx, spec.Credentials, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -303,10 +304,17 @@ func (m *many) opener(spec *declare.Spec, dir string) fleet.Opener {
 			if err != nil {
 				return nil, "", fmt.Errorf("read the credentials of sync %s from Secret %s/%s: %w", spec.Name, m.o.syncsNamespace, spec.Credentials, err)
 			}
-			auth, current = authOf(secret), secret.ResourceVersion
+			auth, current, data = authOf(secret), secret.ResourceVersion, secret.Data
 		}
 		if current == version {
 			return nil, version, nil
+		}
+		if spec.OCI != nil {
+			src, err := m.openArtifact(spec, data)
+			if err != nil {
+				return nil, "", err
+			}
+			return src, current, nil
 		}
 		repo, err := source.New(source.Config{URL: spec.Repository, Branch: spec.Branch, Auth: auth, Timeout: m.o.gitTimeout, Dir: dir,
 			Keyring: spec.Keyring, AllowedSigners: spec.AllowedSigners})

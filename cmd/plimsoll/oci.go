@@ -12,6 +12,7 @@ import (
 
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/artifact"
+	"plimsoll.dev/plimsoll/sync/declare"
 	"plimsoll.dev/plimsoll/sync/fleet"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/source"
@@ -175,4 +176,56 @@ func openOnce(src psync.Source) fleet.Opener {
 		}
 		return src, "flags", nil
 	}
+}
+
+// declaredKey is the fleet's key of a declared sync's source: its Git
+// repository and branch, or its artifact reference (tag, range or
+// digest included), with its credentials and keys.
+func declaredKey(spec *declare.Spec) fleet.RepoKey {
+	key := fleet.RepoKey{URL: spec.Repository, Branch: spec.Branch, Credentials: spec.Credentials, Verify: textDigest(spec.Verify[:]...)}
+	if spec.OCI != nil {
+		key.URL = spec.OCI.String()
+	}
+	return key
+}
+
+// Keys of a declared OCI sync's credentials Secret besides username,
+// password and token: a kubernetes.io/dockerconfigjson Secret's, as Flux
+// reads for an OCIRepository.
+const credentialDockerConfig = ".dockerconfigjson"
+
+// openArtifact builds the artifact source of a declared sync, logged in
+// with the credentials of its Secret (data, nil without one): a Docker
+// config.json under .dockerconfigjson, else username and password (or a
+// token) for every host.
+func (m *many) openArtifact(spec *declare.Spec, data map[string][]byte) (*artifact.Source, error) {
+	cfg := artifact.Config{Ref: *spec.OCI, PlainHTTP: spec.PlainHTTP, Keys: spec.CosignKeys, Timeout: m.o.gitTimeout}
+	switch {
+	case len(data[credentialDockerConfig]) > 0:
+		creds, err := helm.ParseCredentials(data[credentialDockerConfig], "Secret "+m.o.syncsNamespace+"/"+spec.Credentials+" key "+credentialDockerConfig)
+		if err != nil {
+			return nil, fmt.Errorf("read the credentials of sync %s: %w", spec.Name, err)
+		}
+		cfg.Credentials = creds
+	case len(data) > 0:
+		password := string(data[credentialPassword])
+		if token := string(data[credentialToken]); token != "" {
+			password = token
+		}
+		cfg.Credentials = anyHost{user: string(data[credentialUsername]), password: password}
+	}
+	src, err := artifact.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open the artifact of sync %s: %w", spec.Name, err)
+	}
+	return src, nil
+}
+
+// anyHost is one user name and password, for the registry of a sync's
+// artifact whatever its host.
+type anyHost struct{ user, password string }
+
+// ForHost returns the credentials, for every host.
+func (a anyHost) ForHost(string) (user, password string, ok bool) {
+	return a.user, a.password, a.user != "" || a.password != ""
 }

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/sync/artifact"
+	"plimsoll.dev/plimsoll/sync/artifact/artifacttest"
+	"plimsoll.dev/plimsoll/sync/declare"
+	"plimsoll.dev/plimsoll/sync/helm/helmtest"
 )
 
 // TestOCIFlags: the flags name one source, with only its flags; a bad
@@ -59,5 +65,38 @@ func TestOCIFlags(t *testing.T) {
 	}
 	if _, ok := src.(*artifact.Source); !ok {
 		t.Errorf("source %T, want an *artifact.Source", src)
+	}
+}
+
+// TestDeclaredOCI: a declared sync's artifact is keyed by its reference,
+// tag included, and opened with the credentials of its Secret; a bad
+// .dockerconfigjson is refused naming the Secret and key.
+func TestDeclaredOCI(t *testing.T) {
+	reg := artifacttest.NewRegistry(t)
+	digest := reg.Push(t, "team/app", "v1", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "a.yaml", Body: "kind: ConfigMap\n"}), nil)
+	parse := func(doc string) *declare.Spec {
+		t.Helper()
+		spec, err := declare.Parse(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Data: map[string]string{"sync.yaml": doc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+	v1 := parse("repository: " + reg.URL("team/app") + "\noci: {tag: v1, plainHTTP: true}\ncredentials: registry\nserviceAccount: a/b\n")
+	v2 := parse("repository: " + reg.URL("team/app") + "\noci: {tag: v2, plainHTTP: true}\ncredentials: registry\nserviceAccount: a/b\n")
+	if declaredKey(v1) == declaredKey(v2) {
+		t.Errorf("two tags of one repository share the key %+v", declaredKey(v1))
+	}
+	m := &many{o: &runOptions{syncsNamespace: "plimsoll"}}
+	src, err := m.openArtifact(v1, map[string][]byte{credentialUsername: []byte("ci"), credentialToken: []byte("t0ken")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, err := src.Head(context.Background()); err != nil || head != digest {
+		t.Errorf("Head = %s, %v; want %s", head, err, digest)
+	}
+	_, err = m.openArtifact(v1, map[string][]byte{credentialDockerConfig: []byte("{not json")})
+	if err == nil || !strings.Contains(err.Error(), "Secret plimsoll/registry key .dockerconfigjson") {
+		t.Errorf("a bad .dockerconfigjson: %v; want it named", err)
 	}
 }
