@@ -66,19 +66,21 @@ func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment,
 
 // ServingDeployment returns the live Deployment that serves workload
 // ns/name, for the sync to judge a prune of its Git Deployment by (and
-// `plimsoll diff` to show it): its namesake, or else the active color of a
-// blue-green workload, under the workload's name and without the color in
-// its selector and template labels; nil for none. It reads the API server.
+// `plimsoll diff` to show it): the one workloads.Serving names, a
+// blue-green workload's active color under the workload's name and
+// without the color in its selector and template labels; else its
+// namesake, a Deployment no strategy has rolled yet; nil for none. It
+// reads the API server.
 func (c *Controller) ServingDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
-	d, err := c.getDeployment(ctx, ns, name)
-	if err != nil || d != nil {
-		return d, err
-	}
-	d, err = workloads.ActiveColor(name, c.apiLookup(ctx, ns))
-	if err != nil || d == nil {
+	d, err := workloads.Serving(name, c.apiLookup(ctx, ns))
+	switch {
+	case err != nil:
 		return nil, err
+	case d == nil:
+		return c.getDeployment(ctx, ns, name)
+	case d.Name != name:
+		asGit(d, name)
 	}
-	asGit(d, name)
 	return d, nil
 }
 

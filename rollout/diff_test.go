@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -239,9 +240,11 @@ func TestServingAs(t *testing.T) {
 	}
 }
 
-// TestServingDeployment: a workload is served by its namesake or, for
-// blue-green, by its active color under the workload's name, without the
-// color in its selector and template labels.
+// TestServingDeployment: a workload is served by the Deployment
+// workloads.Serving names (a blue-green one's active color, under the
+// workload's name, without the color in its selector and template
+// labels, also while blue-green's idle legacy namesake is left), else by
+// a namesake no strategy rolled.
 func TestServingDeployment(t *testing.T) {
 	color := func(name, role string) *appsv1.Deployment {
 		d := diffLive(diffGit("web:v1", nil), name, role, map[string]string{contract.LabelColor: "green"}, strategies.Status{})
@@ -249,8 +252,11 @@ func TestServingDeployment(t *testing.T) {
 		return d
 	}
 	c := New(Config{Client: fake.NewClientset(diffLive(diffGit("web:v1", nil), "web", contract.RolePrimary, nil, strategies.Status{}),
-		color("shop-blue", contract.RoleIdle), color("shop-green", contract.RoleActive), color("lone-blue", contract.RoleIdle))})
-	for _, tt := range []struct{ name, want string }{{"web", "web"}, {"shop", "shop"}, {"lone", ""}, {"gone", ""}} {
+		color("shop-blue", contract.RoleIdle), color("shop-green", contract.RoleActive), color("lone-blue", contract.RoleIdle),
+		diffLive(diffGit("web:v1", nil), "cart", contract.RoleIdle, nil, strategies.Status{}), color("cart-green", contract.RoleActive),
+		diffLive(diffGit("web:v1", nil), "plain", "", nil, strategies.Status{}))})
+	for _, tt := range []struct{ name, want, from string }{{"web", "web", "web"}, {"shop", "shop", "shop-green"}, {"lone", "", ""},
+		{"gone", "", ""}, {"cart", "cart", "cart-green"}, {"plain", "plain", "plain"}} {
 		got, err := c.ServingDeployment(context.Background(), "team", tt.name)
 		if err != nil {
 			t.Fatalf("ServingDeployment(%s): %v", tt.name, err)
@@ -261,14 +267,25 @@ func TestServingDeployment(t *testing.T) {
 			}
 			continue
 		}
-		if got == nil || got.Name != tt.want {
-			t.Fatalf("ServingDeployment(%s) = %v, want %s", tt.name, got, tt.want)
+		if got == nil || got.Name != tt.want || got.Annotations[contract.AnnotationRole] != roleOf(tt.from) {
+			t.Fatalf("ServingDeployment(%s) = %v, want %s as %s", tt.name, got, tt.from, tt.want)
 		}
 		if got.Spec.Selector.MatchLabels[contract.LabelColor] != "" || got.Spec.Template.Labels[contract.LabelColor] != "" {
 			t.Errorf("ServingDeployment(%s) keeps the color in selector %v or template labels %v",
 				tt.name, got.Spec.Selector.MatchLabels, got.Spec.Template.Labels)
 		}
 	}
+}
+
+// roleOf is the role TestServingDeployment gives Deployment name.
+func roleOf(name string) string {
+	switch {
+	case strings.HasSuffix(name, contract.SuffixGreen):
+		return contract.RoleActive
+	case name == "plain":
+		return ""
+	}
+	return contract.RolePrimary
 }
 
 // TestDiffWriteDropsWhatGitDropped: a label and an annotation the

@@ -34,7 +34,7 @@ type intents struct {
 	// (once mode).
 	waiting map[string][]chan error
 	// leaving are the workloads whose Deployment left Git and is being
-	// removed (see Controller.RemoveWorkload): not reconciled, so that
+	// removed (see Controller.removeWorkload): not reconciled, so that
 	// nothing undoes the removal, until Git hands them over again.
 	leaving map[string]bool
 }

@@ -20,7 +20,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return nil // not a key this controller made; nothing to retry
 	}
 	if c.intents.isLeaving(key) {
-		return nil // its Deployment left Git; RemoveWorkload retires it
+		return nil // its Deployment left Git; removeWorkload retires it
 	}
 	in, _ := c.intents.get(key)
 	var gitAnnotations map[string]string

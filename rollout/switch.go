@@ -186,7 +186,7 @@ func (c *Controller) retireDeployments(ctx context.Context, w *workload, keep in
 // they are, in errors and logs. It reports whether every one is deleted.
 // It is the one way a workload's Deployment is deleted: by a switch of
 // strategy (retireDeployments) or by the workload leaving Git
-// (RemoveWorkload).
+// (removeWorkload).
 func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string, gone func(*appsv1.Deployment) bool, deploys []*appsv1.Deployment) (bool, error) {
 	done := true
 	for _, d := range deploys {
