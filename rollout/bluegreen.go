@@ -163,7 +163,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 // strategies.TakeBlueGreen decides it from what the workload holds: the
 // Git template to the color it targets, with the commit as its change
 // cause (so that `kubectl rollout history` of the color lists commits),
-// Git's metadata to every color, and the status of the hand-off. The
+// Git's metadata to every color, and the status of the take. The
 // colors are intended (see workload.intend), and written by the plan that
 // follows, as a canary's are (see takeCanary); only the Deployment a
 // rolling workload ran, no longer its primary, is written at once. It

@@ -108,7 +108,7 @@ func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
 }
 
 // TestBlueGreenHandOffWithFirstPlan rolls blue-green "api" from v1 to v2
-// on the fake cluster: the new color is created with the hand-off's status
+// on the fake cluster: the new color is created with the status of the take
 // at the full count, in one write, and no plan writes a Deployment twice.
 func TestBlueGreenHandOffWithFirstPlan(t *testing.T) {
 	k := newCluster(t, "api")

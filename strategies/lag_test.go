@@ -14,7 +14,7 @@ import (
 // asks for no pods and runs none.
 func TestKeepWhileLagging(t *testing.T) {
 	waiting := withMessage(Status{Phase: PhasePaused, Revision: 4, Hash: h4, Commit: commitV4}, "revision 4 ready on green; waiting for promote")
-	opened, _ := HandOver(Status{Phase: PhaseHealthy, Revision: 3, Hash: h3, Commit: commitV3}, h4, commitV4)
+	opened, _ := TakeRevision(Status{Phase: PhaseHealthy, Revision: 3, Hash: h3, Commit: commitV3}, h4, commitV4)
 	lagging, observed := deployment(v4, withGeneration(3, 2)), deployment(v4, withGeneration(3, 3))
 	idleLagging := deployment(v4, withGeneration(3, 2), sized(0))
 	startingLagging := deployment(v4, withGeneration(3, 2), withSpecReplicas(0), withPods(1, 1, 1, 1))

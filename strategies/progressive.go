@@ -116,7 +116,7 @@ func startStatus(desired Desired, recorded Status, decision RevisionDecision) St
 // held back.
 //
 // Two things are not held. A revision's opening status ("rolling out
-// revision 4", see HandOver) goes out in the write of the new template,
+// revision 4", see TakeRevision) goes out in the write of the new template,
 // which the Deployment controller lags behind by definition: held, it was
 // written, and the plan's own status a moment later, two status writes of
 // each Deployment for one. And a Deployment that asks for no pods and runs

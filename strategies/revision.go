@@ -72,7 +72,7 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 	}
 }
 
-// HandOver is what a workload records when Git hands over a template of
+// TakeRevision is what a workload records when it takes a template of
 // hash from commit: the decision (see DecideRevision), and the status to
 // record at once. A new revision starts Progressing with the message
 // "rolling out revision N" and keeps the recorded failed and stable
@@ -80,7 +80,7 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 // included: the commit is that of the revision (see RevisionCommit).
 // Worked through: recorded revision 3 at hash H, Git hands over H' from
 // commit C: revision 4, hash H', commit C, Progressing.
-func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
+func TakeRevision(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	decision := DecideRevision(recorded, hash)
 	status := recorded
 	status.Commit = RevisionCommit(recorded, hash, commit)
@@ -91,7 +91,7 @@ func HandOver(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	return status, decision
 }
 
-// openingMessage is the message a new revision starts with (see HandOver).
+// openingMessage is the message a new revision starts with (see TakeRevision).
 func openingMessage(revision int64) string {
 	return fmt.Sprintf("rolling out revision %d", revision)
 }

@@ -99,8 +99,8 @@ func TestRevisionCommit(t *testing.T) {
 		if got := RevisionCommit(tt.recorded, tt.hash, "e4f5a6b"); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
-		if st, _ := HandOver(tt.recorded, tt.hash, "e4f5a6b"); st.Commit != tt.want {
-			t.Errorf("%s: HandOver records commit %s, want %s", tt.name, st.Commit, tt.want)
+		if st, _ := TakeRevision(tt.recorded, tt.hash, "e4f5a6b"); st.Commit != tt.want {
+			t.Errorf("%s: TakeRevision records commit %s, want %s", tt.name, st.Commit, tt.want)
 		}
 	}
 }

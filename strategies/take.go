@@ -76,7 +76,7 @@ type CanaryHeld struct {
 // CanaryTake is what a canary workload takes of Git's intent.
 type CanaryTake struct {
 	// Status is the status to record and Decision the revision's (see
-	// HandOver).
+	// TakeRevision).
 	Status   Status
 	Decision RevisionDecision
 	// From is the strategy the workload switches from (contract's
@@ -96,7 +96,7 @@ type CanaryTake struct {
 
 // TakeCanary decides what a canary workload's Deployments take of Git's
 // template of hash, from commit: which template and state each keeps, and
-// the status of the hand-off. A blue-green workload switching to canary
+// the status of the take. A blue-green workload switching to canary
 // serves from its active color until the stable, made from that color's
 // template, is ready; its revisions count on from the colors'.
 func TakeCanary(held CanaryHeld, hash, commit string) CanaryTake {
@@ -113,7 +113,7 @@ func TakeCanary(held CanaryHeld, hash, commit string) CanaryTake {
 		recorded = Latest(recorded, held.Colors)
 	}
 	take.FreshState = take.From != ""
-	take.Status, take.Decision = HandOver(recorded, hash, commit)
+	take.Status, take.Decision = TakeRevision(recorded, hash, commit)
 	take.FirstStep = take.Decision.Action == RevisionNew
 
 	switch {
@@ -221,7 +221,7 @@ type BlueGreenHeld struct {
 // BlueGreenTake is what a blue-green workload takes of Git's intent.
 type BlueGreenTake struct {
 	// Status is the status to record and Decision the revision's (see
-	// HandOver).
+	// TakeRevision).
 	Status   Status
 	Decision RevisionDecision
 	// From is the strategy whose Deployment <name> still serves the
@@ -256,7 +256,7 @@ func (t BlueGreenTake) Intent(c Color) ColorIntent {
 
 // TakeBlueGreen decides what a blue-green workload's Deployments take of
 // Git's template of hash, from commit: the color it goes to and the
-// status of the hand-off; every other color Deployment takes Git's
+// status of the take; every other color Deployment takes Git's
 // metadata only.
 func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
 	var take BlueGreenTake
@@ -267,7 +267,7 @@ func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
 		take.From = contract.StrategyCanary
 	}
 	take.FreshState = held.Blue == nil && held.Green == nil
-	take.Status, take.Decision = HandOver(held.Recorded, hash, commit)
+	take.Status, take.Decision = TakeRevision(held.Recorded, hash, commit)
 	o := BlueGreenObserved{Blue: held.Blue, Green: held.Green, Active: held.Active}
 	if active := o.Deployment(held.Active); held.Active != "" && active != nil {
 		take.Undone = held.ActiveRewound && Undone(active, held.Recorded, hash, held.KeepsHandEdits)
