@@ -40,6 +40,7 @@ const (
 	FieldInterval       = "interval"
 	FieldCredentials    = "credentials"
 	FieldVerify         = "verify"
+	FieldDecryption     = "decryption"
 	FieldWindows        = "windows"
 	FieldPrune          = "prune"
 	FieldNamespace      = "namespace"
@@ -60,7 +61,7 @@ const (
 
 // fields are the keys sync.yaml may hold, in the order docs/syncs.md gives
 // them.
-var fields = []string{FieldRepository, FieldBranch, FieldOCI, FieldPath, FieldInterval, FieldCredentials, FieldVerify,
+var fields = []string{FieldRepository, FieldBranch, FieldOCI, FieldPath, FieldInterval, FieldCredentials, FieldVerify, FieldDecryption,
 	FieldWindows, FieldPrune, FieldNamespace, FieldServiceAccount}
 
 // Identity is a ServiceAccount a sync writes as.
@@ -105,6 +106,9 @@ type Spec struct {
 	// Verify is the text of the keys, Keyring's, AllowedSigners' then
 	// CosignKeys', for telling two declarations' keys apart.
 	Verify [3]string
+	// Decryption is how the sync decrypts the SOPS-encrypted files of
+	// its commits.
+	Decryption Decryption
 	// Windows hold changes while they say so; WindowSpecs are as written.
 	Windows     window.Windows
 	WindowSpecs []string
@@ -174,17 +178,18 @@ func Parse(cm *corev1.ConfigMap) (*Spec, error) {
 
 // document is sync.yaml as written.
 type document struct {
-	Repository     string    `yaml:"repository"`
-	Branch         string    `yaml:"branch"`
-	OCI            ociDoc    `yaml:"oci"`
-	Path           string    `yaml:"path"`
-	Interval       string    `yaml:"interval"`
-	Credentials    string    `yaml:"credentials"`
-	Verify         verifyDoc `yaml:"verify"`
-	Windows        []string  `yaml:"windows"`
-	Prune          *bool     `yaml:"prune"`
-	Namespace      string    `yaml:"namespace"`
-	ServiceAccount string    `yaml:"serviceAccount"`
+	Repository     string        `yaml:"repository"`
+	Branch         string        `yaml:"branch"`
+	OCI            ociDoc        `yaml:"oci"`
+	Path           string        `yaml:"path"`
+	Interval       string        `yaml:"interval"`
+	Credentials    string        `yaml:"credentials"`
+	Verify         verifyDoc     `yaml:"verify"`
+	Decryption     decryptionDoc `yaml:"decryption"`
+	Windows        []string      `yaml:"windows"`
+	Prune          *bool         `yaml:"prune"`
+	Namespace      string        `yaml:"namespace"`
+	ServiceAccount string        `yaml:"serviceAccount"`
 }
 
 type verifyDoc struct {
@@ -219,7 +224,7 @@ func decode(data []byte) (*document, error) {
 		return nil, err
 	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		nested := map[string][]string{FieldVerify: {fieldOpenPGP, fieldSSH, fieldCosign}, FieldOCI: ociFields}
+		nested := map[string][]string{FieldVerify: {fieldOpenPGP, fieldSSH, fieldCosign}, FieldOCI: ociFields, FieldDecryption: decryptionFields}
 		if allowed, ok := nested[top.Content[i].Value]; ok {
 			if err := knownKeys(top.Content[i+1], top.Content[i].Value+".", allowed); err != nil {
 				return nil, err
@@ -261,7 +266,7 @@ func decodeField(doc *document, key string, value *yaml.Node) error {
 	targets := map[string]any{
 		FieldRepository: &doc.Repository, FieldBranch: &doc.Branch, FieldPath: &doc.Path, FieldInterval: &doc.Interval,
 		FieldCredentials: &doc.Credentials, FieldVerify: &doc.Verify, FieldWindows: &doc.Windows, FieldPrune: &doc.Prune,
-		FieldNamespace: &doc.Namespace, FieldServiceAccount: &doc.ServiceAccount, FieldOCI: &doc.OCI,
+		FieldNamespace: &doc.Namespace, FieldServiceAccount: &doc.ServiceAccount, FieldOCI: &doc.OCI, FieldDecryption: &doc.Decryption,
 	}
 	if err := value.Decode(targets[key]); err != nil {
 		return fieldErr(key, "line %d: want %s", value.Line, want(key))
@@ -276,6 +281,8 @@ func want(field string) string {
 		return "a mapping of openpgp, ssh and cosign keys"
 	case FieldOCI:
 		return "a mapping of tag, semver, digest and plainHTTP"
+	case FieldDecryption:
+		return "a mapping of secret (a Secret's name) and required (true or false)"
 	case FieldWindows:
 		return "a list of windows ('deny|allow CRON DURATION')"
 	case FieldPrune:
@@ -315,6 +322,9 @@ func (d *document) spec(name string) (*Spec, error) {
 		}
 	}
 	if err := s.readKeys(d.Verify); err != nil {
+		return nil, err
+	}
+	if s.Decryption, err = readDecryption(d.Decryption); err != nil {
 		return nil, err
 	}
 	for i, w := range d.Windows {
