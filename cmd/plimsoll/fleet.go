@@ -219,8 +219,12 @@ func (m *many) buildRoot() (*fleet.Sync, error) {
 	if err != nil {
 		return nil, err
 	}
+	decryption, err := o.decryption.decryptor(m.k.client)
+	if err != nil {
+		return nil, err
+	}
 	syncer := m.syncer(psync.Config{Name: o.syncName, Path: o.path, Namespace: o.namespace, Prune: o.prune, AllowEmpty: o.allowEmpty,
-		Interval: o.interval, Windows: windows, HoldRewinds: o.holdRewinds, Source: repo.Source(), Charts: charts,
+		Interval: o.interval, Windows: windows, HoldRewinds: o.holdRewinds, Source: repo.Source(), Charts: charts, Decryption: decryption,
 		Applier: apply.New(apply.Config{Dynamic: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: o.syncName}),
 		Hooks:   &helm.Hooks{Dynamic: m.k.dynamic, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
 	return &fleet.Sync{Syncer: syncer, Repo: repo}, nil
@@ -260,7 +264,7 @@ func (m *many) buildDeclared(_ context.Context, spec *declare.Spec) (*fleet.Sync
 		interval = o.interval
 	}
 	syncer := m.syncer(psync.Config{Name: spec.Name, Path: spec.Path, Namespace: namespace, Prune: spec.Prune, Interval: interval,
-		Windows: spec.Windows, Source: repo.Source(),
+		Windows: spec.Windows, Source: repo.Source(), Decryption: declaredDecryptor(m.k.client, o.syncsNamespace, spec.Decryption),
 		Charts:  helm.New(helm.Config{Namespace: namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: m.k.discovery, REST: as, Log: m.log}),
 		Applier: apply.New(apply.Config{Dynamic: writes, Reads: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: spec.Name}),
 		Hooks:   &helm.Hooks{Dynamic: writes, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})

@@ -69,6 +69,8 @@ type sourceOptions struct {
 	prometheusURL, prometheusTokenFile string
 	// helmCredentialsFile is --helm-credentials-file.
 	helmCredentialsFile string
+	// decryption is --decryption-secret and --decryption-required.
+	decryption decryptionOptions
 	// oci are the flags of an OCI artifact source.
 	oci ociOptions
 }
@@ -103,6 +105,7 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus the analyses' prometheus metrics query (e.g. http://prometheus.monitoring:9090)")
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
 	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries (those of charts and of --oci-repository), in the format of Docker's config.json (what helm registry login writes)")
+	o.decryption.addFlags(fs)
 	o.oci.addFlags(fs)
 }
 

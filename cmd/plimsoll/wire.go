@@ -97,6 +97,10 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 	if err != nil {
 		return nil, err
 	}
+	decryption, err := o.decryption.decryptor(client)
+	if err != nil {
+		return nil, err
+	}
 	store := inventory.NewStore(client, statusNS, o.syncName)
 	syncer := psync.New(psync.Config{
 		Name:        o.syncName,
@@ -121,6 +125,7 @@ func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bo
 		Notifier:    syncNotifier,
 		Watch:       watch,
 		Charts:      charts,
+		Decryption:  decryption,
 		Hooks:       &helm.Hooks{Dynamic: dyn, Mapper: mapper, FieldManager: apply.DefaultFieldManager, Log: log},
 	})
 	d.syncer, d.rollouts, d.store, d.client, d.statusNamespace = syncer, rollouts, store, client, statusNS
