@@ -94,6 +94,12 @@ func TestOCIArtifact(t *testing.T) {
 	if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example/api:v2" {
 		t.Errorf("Deployment api runs %s, want registry.example/api:v2", img)
 	}
+	if cause := dep.Annotations["kubernetes.io/change-cause"]; !strings.HasPrefix(cause, revision.Short(v2)+" "+reg.URL("team/app")+":stable from v2@sha1:") {
+		t.Errorf("change-cause %q, want the short digest and the artifact's subject", cause)
+	}
+	if msg := s.status(t)["plimsoll.dev/message"]; !strings.HasPrefix(msg, "applied "+revision.Short(v2)+" ") {
+		t.Errorf("status message %q, want it to name %s", msg, revision.Short(v2))
+	}
 	checkRelease(t, s.ns, "v2")
 
 	t.Log("4. unsigned, then signed by another key: each refused naming its digest, v2 still running")
