@@ -64,14 +64,15 @@ test-unit: ## unit tests
 # the manifest renderer, the canary steps grammar, the plimsoll.dev/
 # annotations of a workload, the sync record's inventory, the webhook's
 # signature check, the streaming Git delta applier (against go-git's), the
-# analysis documents and the Helm release document.
+# analysis documents, the Helm release document and the SOPS files a
+# render decrypts.
 # The budget is a count of executions, not a duration: a duration is a
 # wall-clock deadline that Go's fuzz coordinator can race on a
 # loaded machine, failing a target with "context deadline exceeded" and no
 # crasher. 30000 executions are 5-15 s per target on 2 cores.
 FUZZ_TARGETS := ./sync/manifest:FuzzRender ./strategies:FuzzParseSteps ./rollout:FuzzWorkloadAnnotations \
 	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic ./sync/source:FuzzApplyDelta \
-	./analysis:FuzzParse ./sync/helm:FuzzParseRelease
+	./analysis:FuzzParse ./sync/helm:FuzzParseRelease ./sync/decrypt:FuzzReadFile
 FUZZTIME ?= 30000x
 
 .PHONY: fuzz
