@@ -111,6 +111,18 @@ const (
 	AnnotationCommand = "plimsoll.dev/command"
 )
 
+// The lists of the keys above and below that are written together, each
+// the one answer to what a write of it sets or removes.
+var (
+	// StatusKeys are the annotations a workload's status is recorded in:
+	// a write of the status sets or removes each of them.
+	StatusKeys = []string{AnnotationPhase, AnnotationRevision, AnnotationTemplateHash,
+		AnnotationFailedHash, AnnotationStableHash, AnnotationCommit, AnnotationMessage}
+	// StateKeys are the annotations a blue-green or canary workload's
+	// state is recorded in, beside its status and its analysis run.
+	StateKeys = []string{AnnotationReplicas, AnnotationStep, AnnotationStepSince, AnnotationScaleDownAt, AnnotationPaused}
+)
+
 // The rollout controller's own state on the Deployments of a blue-green or
 // canary workload, next to the status: what a restarted controller resumes
 // from.

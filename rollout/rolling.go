@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -224,7 +225,7 @@ func rollingObject(git *appsv1.Deployment, status map[string]string) *appsv1.Dep
 }
 
 // statusKeys are the annotations a write of the status sets or removes.
-var statusKeys = append(strategies.StatusKeys(), contract.AnnotationRole, contract.AnnotationAnalysisRun)
+var statusKeys = slices.Concat(contract.StatusKeys, []string{contract.AnnotationRole, contract.AnnotationAnalysisRun})
 
 // applied reports whether live holds everything an apply of obj would
 // write: every field of obj (see fields.Hold), and exactly obj's status

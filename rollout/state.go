@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,10 +15,7 @@ import (
 // Deployment of a progressive workload: the status, and the state that a
 // restarted controller resumes from. Anything else on a Deployment is Git's
 // or its own.
-var workloadKeys = append(strategies.StatusKeys(),
-	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
-	contract.AnnotationAnalysisRun,
-)
+var workloadKeys = slices.Concat(contract.StatusKeys, contract.StateKeys, []string{contract.AnnotationAnalysisRun})
 
 // workloadState is what the controller records on a progressive
 // workload's Deployments besides the status.
@@ -75,12 +73,7 @@ func (s workloadState) annotations(st strategies.Status) map[string]string {
 // stamp replaces the workload annotations of d with a and sets its role. A
 // command on d stays: only the reconcile that acts on it clears it.
 func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
-	for _, k := range workloadKeys {
-		delete(d.Annotations, k)
-	}
-	for k, v := range a {
-		setAnnotation(&d.ObjectMeta, k, v)
-	}
+	record(d, workloadKeys, a)
 	if role != "" {
 		setAnnotation(&d.ObjectMeta, contract.AnnotationRole, string(role))
 	}
@@ -128,10 +121,17 @@ func commandOn(primary *appsv1.Deployment, others ...*appsv1.Deployment) *appsv1
 
 // writeStatus replaces the status annotations of d with s's.
 func writeStatus(d *appsv1.Deployment, s strategies.Status) {
-	for _, k := range strategies.StatusKeys() {
+	record(d, contract.StatusKeys, s.Annotations())
+}
+
+// record replaces the annotations keys of d with values, which names
+// some of keys: those it leaves out are removed. It is the one writer of
+// the status and state annotations.
+func record(d *appsv1.Deployment, keys []string, values map[string]string) {
+	for _, k := range keys {
 		delete(d.Annotations, k)
 	}
-	for k, v := range s.Annotations() {
+	for k, v := range values {
 		setAnnotation(&d.ObjectMeta, k, v)
 	}
 }

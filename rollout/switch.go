@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -53,11 +54,10 @@ import (
 // progressiveKeys are the annotations a progressive strategy leaves on
 // <name> that mean nothing to a rolling workload: its input keys, when Git
 // no longer sets them, and its state.
-var progressiveKeys = []string{
+var progressiveKeys = slices.Concat([]string{
 	contract.AnnotationStrategy, contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService,
 	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
-	contract.AnnotationReplicas, contract.AnnotationStep, contract.AnnotationStepSince, contract.AnnotationScaleDownAt, contract.AnnotationPaused,
-}
+}, contract.StateKeys)
 
 // previousStrategy names the strategy other than target that workload w's
 // Deployments were written for: blue-green while it has colors, canary

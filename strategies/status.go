@@ -67,13 +67,6 @@ func ReadStatus(annotations map[string]string) (Status, error) {
 	return s, nil
 }
 
-// StatusKeys returns the annotations a Status is recorded in (see
-// Annotations): a write of the status sets or removes each of them.
-func StatusKeys() []string {
-	return []string{contract.AnnotationPhase, contract.AnnotationRevision, contract.AnnotationTemplateHash,
-		contract.AnnotationFailedHash, contract.AnnotationStableHash, contract.AnnotationCommit, contract.AnnotationMessage}
-}
-
 // Annotations returns s as status annotations. Empty values are left out:
 // an annotation absent from the result must be absent from the object
 // (server-side apply removes a key its field manager applied before and
