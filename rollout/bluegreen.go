@@ -189,8 +189,9 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	if take.From != "" {
 		// A rolling or canary workload switching to blue-green: <name>
 		// serves (with the canary's pods) until the first color takes
-		// over, and is no longer the primary.
-		idle, err := c.setRole(ctx, bg.legacy, strategies.RoleIdle)
+		// over, and is no longer the primary; what Git dropped of its
+		// metadata goes, as it goes from the colors.
+		idle, err := c.setRole(ctx, bg.legacy, git, strategies.RoleIdle)
 		if err != nil {
 			return false, err
 		}

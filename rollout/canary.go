@@ -93,7 +93,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // created from Git when absent (or from the color that serves, on a
 // switch from blue-green), else gets Git's metadata; the Git template
 // goes to <name>-canary with the commit as its change cause; every
-// Deployment gets the status of the hand-off. It writes nothing: what
+// Deployment gets the status of the take. It writes nothing: what
 // changes is intended (see workload.intend), and written by the plan that
 // follows, in the same write as the first step. Writing the hand-off
 // first cost a write of each Deployment per revision, and the Deployment
@@ -133,7 +133,11 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	var stable *appsv1.Deployment
 	switch take.Stable {
 	case strategies.StableFromColor:
-		stable = stableFromColor(cy.stable, git, fromColor, state.Replicas)
+		var legacy *appsv1.Deployment
+		if cy.stable != nil {
+			legacy = c.refreshed(cy.stable, git)
+		}
+		stable = stableFromColor(legacy, git, fromColor, state.Replicas)
 		c.eventSwitching(ctx, fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
 			fmt.Sprintf("%s serves until %s, made from its template, is ready", fromColor.Name, git.Name))
 	case strategies.StableCreated:
@@ -290,17 +294,18 @@ func servingColor(w *workload) *appsv1.Deployment {
 // from color, the blue-green color that serves: Git's Deployment with the
 // color's template, without the color and labelled serving, keeping the
 // color's stamp (the hash of the revision that runs) and change cause, at
-// replicas. live is the Deployment <name> when one is left from before
-// (at 0, blue-green's legacy Deployment), nil when there is none.
-func stableFromColor(live, git, color *appsv1.Deployment, replicas int32) *appsv1.Deployment {
+// replicas. legacy is the Deployment <name> when one is left from before
+// (at 0, blue-green's legacy Deployment) with Git's metadata (see
+// refreshed), nil when there is none.
+func stableFromColor(legacy, git, color *appsv1.Deployment, replicas int32) *appsv1.Deployment {
 	t := *color.Spec.Template.DeepCopy()
 	delete(t.Labels, contract.LabelColor)
 	setLabel(&t.ObjectMeta, contract.LabelServing, "true")
 	var stable *appsv1.Deployment
-	if live == nil {
+	if legacy == nil {
 		stable = derived(git, git.Name, nil, t, replicas)
 	} else {
-		stable = refresh(live, git)
+		stable = legacy.DeepCopy()
 		stable.Spec.Template = workloadTemplate(t, git.Name)
 		stable.Spec.Replicas = &replicas
 		stable.Spec.Paused = false

@@ -57,9 +57,13 @@ func (sc switchCase) second() bool { return sc.mid || sc.delay }
 // strategy's annotations. held makes a blue-green workload wait for
 // promote and a canary pause at its second step, so that a second
 // revision stops in the middle; target workloads get steps that run
-// through.
+// through, and carry an annotation of the team's, example.com/owner, that
+// the switch drops.
 func switchManifest(name, strategy, version string, held bool) string {
 	var annotations []string
+	if held {
+		annotations = append(annotations, "example.com/owner: alice")
+	}
 	switch strategy {
 	case "blue-green":
 		delay := "2s"
@@ -145,6 +149,11 @@ func switchedTo(t *testing.T, ns, name, strategy string, revision int, image str
 	deploys, st := workloadStatus(t, ns, name)
 	if st["plimsoll.dev/phase"] != "Healthy" || st["plimsoll.dev/revision"] != fmt.Sprint(revision) {
 		return fmt.Sprintf("revision %s %s (%s), want revision %d Healthy", st["plimsoll.dev/revision"], st["plimsoll.dev/phase"], st["plimsoll.dev/message"], revision)
+	}
+	for _, d := range deploys {
+		if owner, ok := d.Annotations["example.com/owner"]; ok {
+			return fmt.Sprintf("%s keeps annotation example.com/owner=%s, which Git dropped", d.Name, owner)
+		}
 	}
 	sel := selector(t, ns, name)
 	gone := func(suffixes ...string) string {
