@@ -14,10 +14,6 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// ReasonAdopted is the Event reason of a Deployment that ran before Git
-// named it (created by kubectl or Helm) and that the controller took over.
-const ReasonAdopted = "Adopted"
-
 // adoptAttempts bounds the reads and patches that take kubectl's fields
 // of an adopted Deployment over when each conflicts with a change made
 // since the read (the Deployment controller's status writes).

@@ -42,27 +42,6 @@ const (
 	// Component is the source of the controller's Events.
 	Component = "plimsoll-rollout"
 
-	// ReasonRolledBack is the Event reason of an automatic rollback.
-	ReasonRolledBack = "RolledBack"
-	// ReasonRolloutFailed is the Event reason of a failed revision that is
-	// not rolled back.
-	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonCommand is the Event reason of a command acted on, which the
-	// CLI reads back.
-	ReasonCommand = contract.ReasonCommand
-	// ReasonPhase is the Event reason of a phase change.
-	ReasonPhase = "PhaseChanged"
-	// ReasonAnalysis is the Event reason of an analysis run that started
-	// or reached its verdict.
-	ReasonAnalysis = "Analysis"
-	// ReasonScaleRestored is the Warning Event of a Deployment whose count,
-	// set outside Git (kubectl scale), the controller wrote back.
-	ReasonScaleRestored = "ScaleRestored"
-	// ReasonScalingReplicaSet is the Event of a Deployment whose
-	// ReplicaSet the controller scaled in the Deployment controller's
-	// place (see Controller.mirror), the reason that controller gives its
-	// own.
-	ReasonScalingReplicaSet = "ScalingReplicaSet"
 	// autoscalerManager is the field manager of the count a
 	// HorizontalPodAutoscaler sets (the controller manager's).
 	autoscalerManager = "kube-controller-manager"

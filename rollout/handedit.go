@@ -17,10 +17,6 @@ import (
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// ReasonTemplateRestored is the event reason when the controller writes
-// Git's template again over one changed by hand.
-const ReasonTemplateRestored = "TemplateRestored"
-
 // runsGit reports whether Deployment d runs Git's template as it was
 // written: stamped with desired, the hash of git's template, still holding
 // every field git sets (see podtemplate.Holds), and no field of it

@@ -14,10 +14,6 @@ import (
 	workloads "plimsoll.dev/plimsoll/workload"
 )
 
-// ReasonWriteRefused is the reason of the Warning Event a workload gets
-// when the API server refuses a write of its rollout (see reportRefusal).
-const ReasonWriteRefused = "WriteRefused"
-
 // refusalsReported is how many times in a row a workload's writes are
 // refused before the refusal is reported (see reportRefusal). The retries
 // back off from 5 ms, doubling: the tenth comes some 5 s after the first.

@@ -17,17 +17,6 @@ import (
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// Event reasons of the Service selector writes.
-const (
-	// ReasonSelectorRefused is the Warning Event of a selector write the
-	// controller refused: it would have left the Service fewer ready
-	// endpoints than the strategy keeps.
-	ReasonSelectorRefused = "SelectorRefused"
-	// ReasonSelectorRepaired is the Warning Event of a selector put back
-	// after it was changed outside the controller.
-	ReasonSelectorRepaired = "SelectorRepaired"
-)
-
 // errSelectorRefused is the error of a refused selector write (see
 // steer): the reconcile fails and is retried, the old selector stays.
 var errSelectorRefused = errors.New("selector refused")
