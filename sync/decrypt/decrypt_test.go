@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"plimsoll.dev/plimsoll/sync/decrypt/decrypttest"
 )
 
 func TestDecryptFormats(t *testing.T) {
@@ -99,10 +101,7 @@ func TestDecryptOpenPGP(t *testing.T) {
 func TestDecryptRefusals(t *testing.T) {
 	id, other := newAge(t), newAge(t)
 	sealed := sealFile(t, "db.yaml", secretYAML("db", "tamper-me"), encOptions{age: []*age25519{id}})
-	tamperedValue := tamper(t, sealed, func(obj map[string]any) {
-		sd := obj["stringData"].(map[string]any)
-		sd["password"] = swapChar(sd["password"].(string))
-	})
+	tamperedValue := decrypttest.Tamper(sealed)
 	// With encrypted_regex, the fields left plain are under the MAC.
 	partial := sealFile(t, "db.yaml", secretYAML("db", "tamper-me"), encOptions{regex: "^stringData$", age: []*age25519{id}})
 	renamed := tamper(t, partial, func(obj map[string]any) {
@@ -188,17 +187,6 @@ func tamper(t *testing.T, sealed []byte, change func(map[string]any)) []byte {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// swapChar changes one character of the ciphertext inside a SOPS value
-// "ENC[AES256_GCM,data:...,iv:...]".
-func swapChar(v string) string {
-	i := strings.Index(v, "data:") + len("data:")
-	c := byte('A')
-	if v[i] == 'A' {
-		c = 'B'
-	}
-	return v[:i] + string(c) + v[i+1:]
 }
 
 func TestEncryptedIgnoresLookalikes(t *testing.T) {
