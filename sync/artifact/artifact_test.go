@@ -239,3 +239,33 @@ func TestReadKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleSignatures: cosign 3's signatures, sigstore bundles referring
+// to the artifact, count as its classic ones do.
+func TestBundleSignatures(t *testing.T) {
+	reg := artifacttest.NewRegistry(t)
+	key, pub := artifacttest.NewKey(t)
+	other, _ := artifacttest.NewKey(t)
+	keys, err := artifact.ReadKeys(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSource(t, reg, "app", keys)
+	signed := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "a.yaml", Body: deployYAML}), nil)
+	reg.SignBundle(t, "app", signed, key)
+	if _, snap, err := poll(t, s); err != nil || snap.Commit.Hash != signed {
+		t.Fatalf("an artifact with a bundle by a trusted key: %v", err)
+	}
+	byOther := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "b.yaml", Body: deployYAML}), nil)
+	reg.SignBundle(t, "app", byOther, other)
+	_, _, err = poll(t, s)
+	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), byOther) || !strings.Contains(err.Error(), "signed by a key the sync does not trust") {
+		t.Fatalf("a bundle by another key: %v", err)
+	}
+	// Another key's bundle beside a trusted key's classic signature: the
+	// classic one holds.
+	reg.Sign(t, "app", byOther, key)
+	if _, _, err := poll(t, s); err != nil {
+		t.Errorf("a classic signature beside another key's bundle: %v", err)
+	}
+}

@@ -47,30 +47,50 @@ func signatureTag(digest string) string {
 }
 
 // verify checks that artifact digest carries a cosign signature by one of
-// the keys, in cosign's classic layout in the artifact's own repository.
-// It returns an error wrapping source.ErrUnverified with the reason when
-// the artifact is unsigned or no signature holds, and another error when
-// the registry could not be read.
+// the keys: in cosign's classic layout (a sha256-<hex>.sig tag) or as a
+// sigstore bundle referring to it (cosign 3's). It returns an error
+// wrapping source.ErrUnverified with the reason when the artifact is
+// unsigned or no signature holds, and another error when the registry
+// could not be read.
 func (s *Source) verify(ctx context.Context, digest string) error {
+	ok, reasons, err := s.verifyClassic(ctx, digest)
+	if ok || err != nil {
+		return err
+	}
+	ok, more, err := s.verifyBundles(ctx, digest)
+	if ok || err != nil {
+		return err
+	}
+	if reasons = append(reasons, more...); len(reasons) == 0 {
+		return s.unverified(digest, "it carries no cosign signature (no tag %s, no sigstore bundle referring to it)", signatureTag(digest))
+	}
+	return s.unverified(digest, "no signature holds: %s", strings.Join(reasons, "; "))
+}
+
+// verifyClassic checks the classic signatures of artifact digest, in its
+// own repository: whether one is by a trusted key, else why each is not
+// (no reason when there is no signature tag); an error when the registry
+// could not be read.
+func (s *Source) verifyClassic(ctx context.Context, digest string) (bool, []string, error) {
 	tag := signatureTag(digest)
 	desc, rc, err := s.repo.FetchReference(ctx, tag)
 	if errors.Is(err, errdef.ErrNotFound) {
-		return s.unverified(digest, "it carries no cosign signature (no tag %s)", tag)
+		return false, nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
+		return false, nil, fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
 	}
 	defer rc.Close()
 	if desc.Size > maxSignatureManifestBytes {
-		return s.unverified(digest, "its signature manifest %s holds %d bytes, more than the limit of %d", tag, desc.Size, maxSignatureManifestBytes)
+		return false, []string{fmt.Sprintf("signature manifest %s holds %d bytes, more than the limit of %d", tag, desc.Size, maxSignatureManifestBytes)}, nil
 	}
 	raw, err := content.ReadAll(rc, desc)
 	if err != nil {
-		return fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
+		return false, nil, fmt.Errorf("read the signatures of artifact %s (tag %s): %w", digest, tag, err)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return s.unverified(digest, "its signature manifest %s does not parse: %v", tag, err)
+		return false, []string{fmt.Sprintf("signature manifest %s does not parse: %v", tag, err)}, nil
 	}
 	var reasons []string
 	for i, layer := range m.Layers {
@@ -79,18 +99,15 @@ func (s *Source) verify(ctx context.Context, digest string) error {
 			break
 		}
 		reason, err := s.checkSignature(ctx, digest, layer)
-		if err != nil {
-			return err
-		}
-		if reason == "" {
-			return nil
+		if err != nil || reason == "" {
+			return err == nil, nil, err
 		}
 		reasons = append(reasons, reason)
 	}
 	if len(reasons) == 0 {
-		return s.unverified(digest, "its signature manifest %s holds no signature", tag)
+		reasons = append(reasons, fmt.Sprintf("signature manifest %s holds no signature", tag))
 	}
-	return s.unverified(digest, "no signature holds: %s", strings.Join(reasons, "; "))
+	return false, reasons, nil
 }
 
 // checkSignature checks one signature layer of artifact digest: "" when it

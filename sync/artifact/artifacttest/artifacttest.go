@@ -1,7 +1,8 @@
 // Package artifacttest serves an OCI registry for tests and pushes
 // artifacts to it as `flux push artifact` and `oras push` make them,
-// signed or not as `cosign sign --key` signs them (its classic layout:
-// a sha256-<hex>.sig tag whose layer is the simple-signing payload).
+// signed or not as `cosign sign --key` signs them: in its classic layout
+// (a sha256-<hex>.sig tag whose layer is the simple-signing payload), or
+// as cosign 3 does by default (a sigstore bundle as an OCI 1.1 referrer).
 package artifacttest
 
 import (
@@ -14,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,6 +38,7 @@ const (
 	MediaTypeOrasLayer   = "application/vnd.oci.image.layer.v1.tar+gzip"
 	mediaTypeSimpleSign  = "application/vnd.dev.cosign.simplesigning.v1+json"
 	annotationSignature  = "dev.cosignproject.cosign/signature"
+	mediaTypeBundle      = "application/vnd.dev.sigstore.bundle.v0.3+json"
 )
 
 // Registry is an OCI registry (distribution's, in memory) on 127.0.0.1.
@@ -176,5 +179,49 @@ func (r *Registry) SignPayload(t testing.TB, repo, digest string, key *ecdsa.Pri
 	}
 	if err := rr.Tag(ctx, desc, strings.Replace(digest, ":", "-", 1)+".sig"); err != nil {
 		t.Fatalf("tag the signature: %v", err)
+	}
+}
+
+// SignBundle signs artifact digest of repo with key as cosign 3 does by
+// default (`cosign sign --key`, --new-bundle-format): a DSSE envelope of
+// an in-toto statement naming the digest, in a sigstore bundle, pushed as
+// an OCI 1.1 referrer of the artifact.
+func (r *Registry) SignBundle(t testing.TB, repo, digest string, key *ecdsa.PrivateKey) {
+	t.Helper()
+	algo, hex, _ := strings.Cut(digest, ":")
+	statement, _ := json.Marshal(map[string]any{
+		"_type":         "https://in-toto.io/Statement/v1",
+		"subject":       []map[string]any{{"digest": map[string]string{algo: hex}}},
+		"predicateType": "https://sigstore.dev/cosign/sign/v1",
+		"predicate":     map[string]any{},
+	})
+	const payloadType = "application/vnd.in-toto+json"
+	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(statement), statement)
+	sum := sha256.Sum256(pae)
+	sig, err := ecdsa.SignASN1(rand.Reader, key, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	hint := sha256.Sum256(der)
+	bundle, _ := json.Marshal(map[string]any{
+		"mediaType":            mediaTypeBundle,
+		"verificationMaterial": map[string]any{"publicKey": map[string]string{"hint": base64.StdEncoding.EncodeToString(hint[:])}},
+		"dsseEnvelope": map[string]any{"payload": base64.StdEncoding.EncodeToString(statement), "payloadType": payloadType,
+			"signatures": []map[string]string{{"sig": base64.StdEncoding.EncodeToString(sig)}}},
+	})
+	ctx := context.Background()
+	rr := r.repository(t, repo)
+	subject, err := rr.Resolve(ctx, digest)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", digest, err)
+	}
+	layer, err := oras.PushBytes(ctx, rr, mediaTypeBundle, bundle)
+	if err != nil {
+		t.Fatalf("push the bundle: %v", err)
+	}
+	if _, err := oras.PackManifest(ctx, rr, oras.PackManifestVersion1_1, mediaTypeBundle, oras.PackManifestOptions{
+		Subject: &subject, Layers: []ocispec.Descriptor{layer}}); err != nil {
+		t.Fatalf("push the bundle's referrer: %v", err)
 	}
 }
