@@ -39,12 +39,13 @@ func ociLayer(t *testing.T, version string) []byte {
 }
 
 // TestOCIArtifact follows a tag of an OCI artifact in a registry on
-// 127.0.0.1, pushed in Flux's layout and signed with cosign's classic
-// layout, with --oci-verify-key: the signed artifact is applied, its
-// digest in the sync status and on the Deployment; polls of the unchanged
-// tag download nothing; a new signed digest under the tag rolls the
-// Deployment by canary; an unsigned artifact and one signed by another
-// key are each refused naming their digest, the last good one running.
+// 127.0.0.1, pushed in Flux's layout, with --oci-verify-key: the artifact
+// signed in cosign's classic layout is applied, its digest in the sync
+// status and on the Deployment; polls of the unchanged tag download
+// nothing; a new digest under the tag, signed as a sigstore bundle, rolls
+// the Deployment by canary; an unsigned artifact and one signed by
+// another key are each refused naming their digest, the last good one
+// running.
 func TestOCIArtifact(t *testing.T) {
 	parallel(t)
 	reg := artifacttest.NewRegistry(t)
@@ -54,10 +55,15 @@ func TestOCIArtifact(t *testing.T) {
 	if err := os.WriteFile(keyFile, pub, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	push := func(version string, signer *ecdsa.PrivateKey) string {
+	// push pushes version, signed by signer (nil: unsigned) in cosign's
+	// classic layout, or as a sigstore bundle with bundled.
+	push := func(version string, signer *ecdsa.PrivateKey, bundled bool) string {
 		d := reg.Push(t, "team/app", "stable", artifacttest.MediaTypeFluxContent, ociLayer(t, version),
 			map[string]string{"org.opencontainers.image.revision": version + "@sha1:" + strings.Repeat("0", 40)})
-		if signer != nil {
+		switch {
+		case signer != nil && bundled:
+			reg.SignBundle(t, "team/app", d, signer)
+		case signer != nil:
 			reg.Sign(t, "team/app", d, signer)
 		}
 		return d
@@ -65,7 +71,7 @@ func TestOCIArtifact(t *testing.T) {
 
 	s := newSyncTarget(t)
 	s.oci = []string{"--oci-repository", reg.URL("team/app"), "--oci-tag", "stable", "--oci-plain-http", "--oci-verify-key", keyFile}
-	v1 := push("v1", key)
+	v1 := push("v1", key, false)
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. the signed artifact is applied: its digest in the sync status and on the Deployment")
@@ -84,8 +90,8 @@ func TestOCIArtifact(t *testing.T) {
 		t.Errorf("3 polls of an unchanged tag downloaded %d blobs, want none", got-blobs)
 	}
 
-	t.Log("3. a new signed digest under the tag: synced again, the Deployment rolled by canary")
-	v2 := push("v2", key)
+	t.Log("3. a new digest under the tag, signed as cosign 3 does: synced again, the Deployment rolled by canary")
+	v2 := push("v2", key, true)
 	s.waitForCommit(t, v2)
 	dep = waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	if got := dep.Annotations["plimsoll.dev/commit"]; got != v2 {
@@ -111,7 +117,7 @@ func TestOCIArtifact(t *testing.T) {
 		{"v3", nil, "carries no cosign signature"},
 		{"v4", other, "signed by a key the sync does not trust"},
 	} {
-		refused := push(c.version, c.signer)
+		refused := push(c.version, c.signer, true)
 		want := "artifact " + revision.Short(refused) + " not applied (signature check failed; still running " + revision.Short(v2) + ")"
 		waitFor(t, c.version+" refused", func(ctx context.Context) (bool, error) {
 			st := s.status(t)
