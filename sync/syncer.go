@@ -356,7 +356,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 
 	snap, err := s.cfg.Source.Snapshot(ctx, head)
 	if err != nil {
-		step := "read commit"
+		step := "read " + revision.Noun(head)
 		if errors.Is(err, source.ErrUnverified) {
 			step = "signature check"
 		}

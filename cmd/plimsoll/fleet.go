@@ -142,8 +142,8 @@ func (o *runOptions) runMany(ctx context.Context, log *slog.Logger, reg *prometh
 		return err
 	}
 	defer stop()
-	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
-		"path", o.path, "sync", o.syncName, "statusNamespace", m.statusNS, "syncsNamespace", o.syncsNamespace, "workers", o.syncWorkers)
+	log.Info("plimsoll starting", append(append([]any{"version", version, "commit", commit}, o.sourceAttrs()...),
+		"path", o.path, "sync", o.syncName, "statusNamespace", m.statusNS, "syncsNamespace", o.syncsNamespace, "workers", o.syncWorkers)...)
 	return m.run(ctx)
 }
 

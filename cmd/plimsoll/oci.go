@@ -229,3 +229,12 @@ type anyHost struct{ user, password string }
 func (a anyHost) ForHost(string) (user, password string, ok bool) {
 	return a.user, a.password, a.user != "" || a.password != ""
 }
+
+// sourceAttrs are the log attributes of where the manifests come from:
+// the Git repository and branch, or the OCI repository.
+func (o *sourceOptions) sourceAttrs() []any {
+	if o.oci.repository != "" {
+		return []any{"ociRepository", o.oci.repository}
+	}
+	return []any{"repo", o.repo, "branch", o.branch}
+}

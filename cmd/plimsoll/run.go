@@ -127,8 +127,8 @@ func (o *runOptions) run(ctx context.Context, uiExplicit bool) error {
 		return err
 	}
 	defer stop()
-	log.Info("plimsoll starting", "version", version, "commit", commit, "repo", o.repo, "branch", o.branch,
-		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)
+	log.Info("plimsoll starting", append(append([]any{"version", version, "commit", commit}, o.sourceAttrs()...),
+		"path", o.path, "sync", o.syncName, "statusNamespace", d.statusNamespace)...)
 	if !o.leaderElect {
 		return o.runExclusive(ctx, d, log)
 	}
