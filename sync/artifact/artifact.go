@@ -86,6 +86,7 @@ type Source struct {
 	cfg         Config
 	name        string
 	repo        *remote.Repository
+	sigs        *verifier
 	semverRange *semver.Constraints
 	mu          gosync.Mutex
 	// last is the artifact Fetch read last; nil before.
@@ -136,7 +137,7 @@ func New(cfg Config) (*Source, error) {
 		}
 		return auth.EmptyCredential, nil
 	}}
-	s := &Source{cfg: cfg, name: cfg.Ref.Repository, repo: repo}
+	s := &Source{cfg: cfg, name: cfg.Ref.Repository, repo: repo, sigs: &verifier{repo: repo, keys: cfg.Keys, name: cfg.Ref.Repository}}
 	if cfg.Ref.SemVer != "" {
 		if s.semverRange, err = semver.NewConstraint(cfg.Ref.SemVer); err != nil {
 			return nil, fmt.Errorf("semver range %q: %w", cfg.Ref.SemVer, err)
@@ -237,7 +238,7 @@ func (s *Source) check(ctx context.Context, digest string) (refused, err error) 
 	if s.cfg.Keys == nil {
 		return nil, nil
 	}
-	err = s.verify(ctx, digest)
+	err = s.sigs.verify(ctx, digest)
 	if errors.Is(err, source.ErrUnverified) {
 		return err, nil
 	}

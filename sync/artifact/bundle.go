@@ -51,10 +51,10 @@ type statement struct {
 // digest: whether one is a signature of it by a trusted key, else why each
 // is not (no reason when there is no bundle at all); an error when the
 // registry could not be read.
-func (s *Source) verifyBundles(ctx context.Context, digest string) (bool, []string, error) {
+func (v *verifier) verifyBundles(ctx context.Context, digest string) (bool, []string, error) {
 	var referrers []ocispec.Descriptor
 	subject := ocispec.Descriptor{Digest: godigest.Digest(digest), MediaType: ocispec.MediaTypeImageManifest}
-	err := s.repo.Referrers(ctx, subject, "", func(page []ocispec.Descriptor) error {
+	err := v.repo.Referrers(ctx, subject, "", func(page []ocispec.Descriptor) error {
 		for _, r := range page {
 			if strings.HasPrefix(r.ArtifactType, mediaTypeBundlePrefix) && len(referrers) < maxSignatures {
 				referrers = append(referrers, r)
@@ -67,7 +67,7 @@ func (s *Source) verifyBundles(ctx context.Context, digest string) (bool, []stri
 	}
 	var reasons []string
 	for _, r := range referrers {
-		reason, err := s.checkBundle(ctx, digest, r)
+		reason, err := v.checkBundle(ctx, digest, r)
 		if err != nil {
 			return false, nil, err
 		}
@@ -81,11 +81,11 @@ func (s *Source) verifyBundles(ctx context.Context, digest string) (bool, []stri
 
 // checkBundle checks the bundle of referrer r of artifact digest: "" when
 // it is a signature of digest by a trusted key, else why not.
-func (s *Source) checkBundle(ctx context.Context, digest string, r ocispec.Descriptor) (string, error) {
+func (v *verifier) checkBundle(ctx context.Context, digest string, r ocispec.Descriptor) (string, error) {
 	if r.Size > maxSignatureManifestBytes {
 		return fmt.Sprintf("bundle manifest %s holds %d bytes, more than the limit of %d", r.Digest, r.Size, maxSignatureManifestBytes), nil
 	}
-	raw, err := s.fetchAll(ctx, r, true)
+	raw, err := v.fetchAll(ctx, r, true)
 	if err != nil {
 		return "", fmt.Errorf("read bundle manifest %s of artifact %s: %w", r.Digest, digest, err)
 	}
@@ -97,16 +97,16 @@ func (s *Source) checkBundle(ctx context.Context, digest string, r ocispec.Descr
 	if !strings.HasPrefix(layer.MediaType, mediaTypeBundlePrefix) || layer.Size > maxBundleBytes {
 		return fmt.Sprintf("bundle manifest %s: layer %s is not a bundle of at most %d bytes", r.Digest, layer.Digest, maxBundleBytes), nil
 	}
-	body, err := s.fetchAll(ctx, layer, false)
+	body, err := v.fetchAll(ctx, layer, false)
 	if err != nil {
 		return "", fmt.Errorf("read bundle %s of artifact %s: %w", layer.Digest, digest, err)
 	}
-	return s.checkEnvelope(digest, layer.Digest.String(), body), nil
+	return v.checkEnvelope(digest, layer.Digest.String(), body), nil
 }
 
 // checkEnvelope checks the DSSE envelope of bundle body (named name): ""
 // when it is signed by a trusted key and its statement names digest.
-func (s *Source) checkEnvelope(digest, name string, body []byte) string {
+func (v *verifier) checkEnvelope(digest, name string, body []byte) string {
 	var b bundle
 	if err := json.Unmarshal(body, &b); err != nil {
 		return fmt.Sprintf("bundle %s does not parse: %v", name, err)
@@ -122,7 +122,7 @@ func (s *Source) checkEnvelope(digest, name string, body []byte) string {
 	signed := false
 	for _, sig := range env.Signatures {
 		raw, err := base64.StdEncoding.DecodeString(sig.Sig)
-		if err == nil && s.cfg.Keys.verifies(pae(env.PayloadType, payload), raw) {
+		if err == nil && v.keys.verifies(pae(env.PayloadType, payload), raw) {
 			signed = true
 			break
 		}
@@ -154,10 +154,10 @@ func pae(payloadType string, payload []byte) []byte {
 
 // fetchAll reads what desc describes, checked against its digest: a
 // manifest, or a blob.
-func (s *Source) fetchAll(ctx context.Context, desc ocispec.Descriptor, manifest bool) ([]byte, error) {
-	fetch := s.repo.Blobs().Fetch
+func (v *verifier) fetchAll(ctx context.Context, desc ocispec.Descriptor, manifest bool) ([]byte, error) {
+	fetch := v.repo.Blobs().Fetch
 	if manifest {
-		fetch = s.repo.Manifests().Fetch
+		fetch = v.repo.Manifests().Fetch
 	}
 	rc, err := fetch(ctx, desc)
 	if err != nil {

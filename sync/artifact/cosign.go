@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
 
 	"plimsoll.dev/plimsoll/sync/source"
 )
@@ -46,34 +47,53 @@ func signatureTag(digest string) string {
 	return strings.Replace(digest, ":", "-", 1) + signatureTagSuffix
 }
 
+// verifier checks the cosign signatures of the manifests of one
+// registry repository against keys.
+type verifier struct {
+	repo *remote.Repository
+	keys *Keys
+	// name is the repository as errors name it.
+	name string
+}
+
+// Verify checks that manifest digest of repository repo (named name in
+// errors) carries a cosign signature by one of keys, as a Source checks
+// its artifacts: in cosign's classic layout or as a sigstore bundle. Its
+// error wraps source.ErrUnverified, naming the digest and the reason,
+// when the manifest is unsigned or no signature holds; another error
+// means the registry could not be read.
+func Verify(ctx context.Context, repo *remote.Repository, name, digest string, keys *Keys) error {
+	return (&verifier{repo: repo, keys: keys, name: name}).verify(ctx, digest)
+}
+
 // verify checks that artifact digest carries a cosign signature by one of
 // the keys: in cosign's classic layout (a sha256-<hex>.sig tag) or as a
 // sigstore bundle referring to it (cosign 3's). It returns an error
 // wrapping source.ErrUnverified with the reason when the artifact is
 // unsigned or no signature holds, and another error when the registry
 // could not be read.
-func (s *Source) verify(ctx context.Context, digest string) error {
-	ok, reasons, err := s.verifyClassic(ctx, digest)
+func (v *verifier) verify(ctx context.Context, digest string) error {
+	ok, reasons, err := v.verifyClassic(ctx, digest)
 	if ok || err != nil {
 		return err
 	}
-	ok, more, err := s.verifyBundles(ctx, digest)
+	ok, more, err := v.verifyBundles(ctx, digest)
 	if ok || err != nil {
 		return err
 	}
 	if reasons = append(reasons, more...); len(reasons) == 0 {
-		return s.unverified(digest, "it carries no cosign signature (no tag %s, no sigstore bundle referring to it)", signatureTag(digest))
+		return v.unverified(digest, "it carries no cosign signature (no tag %s, no sigstore bundle referring to it)", signatureTag(digest))
 	}
-	return s.unverified(digest, "no signature holds: %s", strings.Join(reasons, "; "))
+	return v.unverified(digest, "no signature holds: %s", strings.Join(reasons, "; "))
 }
 
 // verifyClassic checks the classic signatures of artifact digest, in its
 // own repository: whether one is by a trusted key, else why each is not
 // (no reason when there is no signature tag); an error when the registry
 // could not be read.
-func (s *Source) verifyClassic(ctx context.Context, digest string) (bool, []string, error) {
+func (v *verifier) verifyClassic(ctx context.Context, digest string) (bool, []string, error) {
 	tag := signatureTag(digest)
-	desc, rc, err := s.repo.FetchReference(ctx, tag)
+	desc, rc, err := v.repo.FetchReference(ctx, tag)
 	if errors.Is(err, errdef.ErrNotFound) {
 		return false, nil, nil
 	}
@@ -98,7 +118,7 @@ func (s *Source) verifyClassic(ctx context.Context, digest string) (bool, []stri
 			reasons = append(reasons, fmt.Sprintf("%d more signatures not read", len(m.Layers)-i))
 			break
 		}
-		reason, err := s.checkSignature(ctx, digest, layer)
+		reason, err := v.checkSignature(ctx, digest, layer)
 		if err != nil || reason == "" {
 			return err == nil, nil, err
 		}
@@ -112,7 +132,7 @@ func (s *Source) verifyClassic(ctx context.Context, digest string) (bool, []stri
 
 // checkSignature checks one signature layer of artifact digest: "" when it
 // is a signature of digest by a trusted key, else why not.
-func (s *Source) checkSignature(ctx context.Context, digest string, layer ocispec.Descriptor) (string, error) {
+func (v *verifier) checkSignature(ctx context.Context, digest string, layer ocispec.Descriptor) (string, error) {
 	encoded, ok := layer.Annotations[annotationSignature]
 	switch {
 	case layer.MediaType != mediaTypeSimpleSign:
@@ -126,7 +146,7 @@ func (s *Source) checkSignature(ctx context.Context, digest string, layer ocispe
 	if err != nil {
 		return fmt.Sprintf("the signature of payload %s is not base64", layer.Digest), nil
 	}
-	rc, err := s.repo.Blobs().Fetch(ctx, layer)
+	rc, err := v.repo.Blobs().Fetch(ctx, layer)
 	if err != nil {
 		return "", fmt.Errorf("read signature payload %s of artifact %s: %w", layer.Digest, digest, err)
 	}
@@ -135,7 +155,7 @@ func (s *Source) checkSignature(ctx context.Context, digest string, layer ocispe
 	if err != nil {
 		return "", fmt.Errorf("read signature payload %s of artifact %s: %w", layer.Digest, digest, err)
 	}
-	if !s.cfg.Keys.verifies(body, sig) {
+	if !v.keys.verifies(body, sig) {
 		return "signed by a key the sync does not trust", nil
 	}
 	var p payload
@@ -152,8 +172,8 @@ func (s *Source) checkSignature(ctx context.Context, digest string, layer ocispe
 }
 
 // unverified is the refusal of artifact digest, for reason.
-func (s *Source) unverified(digest, format string, args ...any) error {
-	return &unverifiedError{msg: fmt.Sprintf("artifact %s of %s is not signed by a trusted key: %s", digest, s.name, fmt.Sprintf(format, args...))}
+func (v *verifier) unverified(digest, format string, args ...any) error {
+	return &unverifiedError{msg: fmt.Sprintf("artifact %s of %s is not signed by a trusted key: %s", digest, v.name, fmt.Sprintf(format, args...))}
 }
 
 // unverifiedError is an artifact refused by its signature check; it is

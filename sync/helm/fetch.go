@@ -25,7 +25,9 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/manifest"
+	"plimsoll.dev/plimsoll/sync/source"
 )
 
 // UnreachableError is a chart repository or registry that could not be
@@ -366,6 +368,15 @@ func (f *fetcher) fromRegistry(ctx context.Context, repo, name, version, want st
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, "", &manifest.Error{Reason: fmt.Sprintf("the manifest of %s:%s does not parse: %v", ref, target, err)}
+	}
+	if f.cfg.VerifyKeys != nil {
+		err := artifact.Verify(ctx, r, ref, desc.Digest.String(), f.cfg.VerifyKeys)
+		if errors.Is(err, source.ErrUnverified) {
+			return nil, "", &manifest.Error{Reason: fmt.Sprintf("chart %s:%s refused: %v", ref, target, err)}
+		}
+		if err != nil {
+			return nil, "", err
+		}
 	}
 	for _, layer := range m.Layers {
 		if layer.MediaType != mediaTypeChart {

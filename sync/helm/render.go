@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	// Credentials answers the credentials of a chart repository or
 	// registry host; nil sends none.
 	Credentials *Credentials
+	// VerifyKeys, when set, are the cosign public keys every chart from an
+	// OCI registry must be signed with (see artifact.Verify); a chart
+	// unsigned or signed by another key fails its commit. Charts from
+	// HTTP repositories carry no such signature and are not checked.
+	VerifyKeys *artifact.Keys
 	// Discovery gives the cluster's version and API versions, which
 	// templates see as .Capabilities; nil renders with Helm's defaults.
 	Discovery discovery.DiscoveryInterface

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,10 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"plimsoll.dev/plimsoll/sync/artifact/artifacttest"
 	"plimsoll.dev/plimsoll/sync/helm/helmtest"
@@ -79,27 +74,7 @@ func newRegistry(t *testing.T) string {
 // blob, one chart layer, a manifest tagged with the version.
 func pushChart(t *testing.T, host, repo, version string, data []byte) {
 	t.Helper()
-	ctx := context.Background()
-	r, err := remote.NewRepository(host + "/" + repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.PlainHTTP = true
-	config, err := oras.PushBytes(ctx, r, "application/vnd.cncf.helm.config.v1+json", []byte(`{"name":"x"}`))
-	if err != nil {
-		t.Fatalf("push the config: %v", err)
-	}
-	layer, err := oras.PushBytes(ctx, r, "application/vnd.cncf.helm.chart.content.v1.tar+gzip", data)
-	if err != nil {
-		t.Fatalf("push the chart layer: %v", err)
-	}
-	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_0, "", oras.PackManifestOptions{ConfigDescriptor: &config, Layers: []ocispec.Descriptor{layer}})
-	if err != nil {
-		t.Fatalf("push the manifest: %v", err)
-	}
-	if err := r.Tag(ctx, desc, version); err != nil {
-		t.Fatalf("tag %s: %v", version, err)
-	}
+	(&artifacttest.Registry{Host: host}).PushChart(t, repo, version, data)
 }
 
 // release is a release document of a chart from a repository.

@@ -93,9 +93,26 @@ func (r *Registry) repository(t testing.TB, repo string) *remote.Repository {
 // digest.
 func (r *Registry) Push(t testing.TB, repo, tag, layerType string, layer []byte, annotations map[string]string) string {
 	t.Helper()
+	return r.PushManifest(t, repo, tag, MediaTypeFluxConfig, []byte("{}"), layerType, layer, annotations)
+}
+
+// PushChart pushes a Helm chart archive to repo as `helm push` does: its
+// config, one chart layer, a manifest tagged with the version. It returns
+// the manifest's digest.
+func (r *Registry) PushChart(t testing.TB, repo, version string, archive []byte) string {
+	t.Helper()
+	return r.PushManifest(t, repo, strings.ReplaceAll(version, "+", "_"), "application/vnd.cncf.helm.config.v1+json", []byte(`{"name":"x"}`),
+		"application/vnd.cncf.helm.chart.content.v1.tar+gzip", archive, nil)
+}
+
+// PushManifest pushes a config and one layer of the given types to repo,
+// and a manifest of them with annotations tagged tag; it returns the
+// manifest's digest.
+func (r *Registry) PushManifest(t testing.TB, repo, tag, configType string, config []byte, layerType string, layer []byte, annotations map[string]string) string {
+	t.Helper()
 	ctx := context.Background()
 	rr := r.repository(t, repo)
-	config, err := oras.PushBytes(ctx, rr, MediaTypeFluxConfig, []byte("{}"))
+	c, err := oras.PushBytes(ctx, rr, configType, config)
 	if err != nil {
 		t.Fatalf("push the config: %v", err)
 	}
@@ -104,7 +121,7 @@ func (r *Registry) Push(t testing.TB, repo, tag, layerType string, layer []byte,
 		t.Fatalf("push the layer: %v", err)
 	}
 	desc, err := oras.PackManifest(ctx, rr, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
-		ConfigDescriptor: &config, Layers: []ocispec.Descriptor{l}, ManifestAnnotations: annotations})
+		ConfigDescriptor: &c, Layers: []ocispec.Descriptor{l}, ManifestAnnotations: annotations})
 	if err != nil {
 		t.Fatalf("push the manifest: %v", err)
 	}
