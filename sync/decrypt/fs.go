@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	gosync "sync"
 
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -68,6 +69,8 @@ type decryptFS struct {
 	keysErr error
 	loaded  bool
 	files   map[string]result
+	// values are the values decrypted, for Values.
+	values []string
 	// generated maps the files a secretGenerator reads to its
 	// kustomization, for Config.Required.
 	generated map[string]string
@@ -115,16 +118,32 @@ func (f *decryptFS) open(name string, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{File: name, Reason: err.Error()}
 	}
-	plain, err := Decrypt(name, data, keys)
+	plain, values, err := decryptFile(name, data, keys)
 	if err != nil {
 		return nil, err
 	}
+	f.values = append(f.values, values...)
 	if f.cfg.Required && isKustomization(name) {
 		if err := f.noteGenerators(name, plain); err != nil {
 			return nil, err
 		}
 	}
 	return plain, nil
+}
+
+// Values returns the plaintext of the values that the files read through
+// fsys, a file system of FS, held encrypted, and their lines; none for
+// another file system. A sync removes them from every message it shows,
+// wherever they end up (a chart may put a value of a values file into any
+// object, and an error of the API server may quote it).
+func Values(fsys fs.FS) []string {
+	f, ok := fsys.(*decryptFS)
+	if !ok {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.values)
 }
 
 // loadKeys reads the decryption Secret once per render.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -168,5 +170,35 @@ func TestFSRequiredAllows(t *testing.T) {
 	}
 	if got := secretValue(t, objs, "gen", "TOKEN"); got != "gen-pass" {
 		t.Errorf("generated TOKEN = %q", got)
+	}
+}
+
+func TestValuesAreTheEncryptedOnes(t *testing.T) {
+	id := newAge(t)
+	reads := 0
+	fsys := fstest.MapFS{
+		"deploy/partial.yaml": {Data: sealFile(t, "partial.yaml", secretYAML("partial-name", "regex-pass"), encOptions{regex: "^stringData$", age: []*age25519{id}})},
+		"deploy/values.yaml":  {Data: sealFile(t, "values.yaml", []byte("token: values-token\nlist: [first-item, 12345]\n"), encOptions{age: []*age25519{id}})},
+		"app/tls.key":         {Data: sealFile(t, "tls.key", []byte("line-one\nline-two\n"), encOptions{age: []*age25519{id}})},
+	}
+	dfs := withKeys(ageSecret(id), false, &reads).FS(context.Background(), fsys)
+	for name := range fsys {
+		if _, err := fs.ReadFile(dfs, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := Values(dfs)
+	for _, want := range []string{"regex-pass", "values-token", "first-item", "line-one\nline-two\n", "line-one", "line-two"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Values() = %q lacks %q", got, want)
+		}
+	}
+	for _, plain := range []string{"partial-name", "Secret", "v1", "12345"} {
+		if slices.Contains(got, plain) {
+			t.Errorf("Values() = %q holds %q, which was not encrypted", got, plain)
+		}
+	}
+	if Values(fsys) != nil {
+		t.Error("Values of another file system is not nil")
 	}
 }

@@ -134,36 +134,97 @@ func load(s sops.Store, data []byte) (tree sops.Tree, err error) {
 // content is data, decrypted with keys, in the file's own format. The MAC
 // is checked: a file changed after it was encrypted is refused.
 func Decrypt(name string, data []byte, keys *Keys) ([]byte, error) {
+	plain, _, err := decryptFile(name, data, keys)
+	return plain, err
+}
+
+// decryptFile is Decrypt, also returning the values that were encrypted,
+// decrypted, for the redaction of messages.
+func decryptFile(name string, data []byte, keys *Keys) ([]byte, []string, error) {
 	f := formatOf(name)
 	tree, err := load(f.store, data)
 	if err != nil {
-		return nil, &Error{File: name, Reason: "SOPS-encrypted, and its SOPS metadata cannot be read: " + err.Error()}
+		return nil, nil, &Error{File: name, Reason: "SOPS-encrypted, and its SOPS metadata cannot be read: " + err.Error()}
 	}
 	client := &keyClient{keys: keys}
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices([]keyservice.KeyServiceClient{client}, nil)
 	if err != nil {
 		if client.failed != nil {
-			return nil, &Error{File: name, Reason: fmt.Sprintf("SOPS-encrypted for %s, and the key of %s that matches fails: %v", recipients(tree.Metadata), keys.From, client.failed)}
+			return nil, nil, &Error{File: name, Reason: fmt.Sprintf("SOPS-encrypted for %s, and the key of %s that matches fails: %v", recipients(tree.Metadata), keys.From, client.failed)}
 		}
-		return nil, &Error{File: name, Reason: fmt.Sprintf("SOPS-encrypted for %s, and no key of %s decrypts it: it holds %s", recipients(tree.Metadata), keys.From, keys.Public())}
+		return nil, nil, &Error{File: name, Reason: fmt.Sprintf("SOPS-encrypted for %s, and no key of %s decrypts it: it holds %s", recipients(tree.Metadata), keys.From, keys.Public())}
 	}
+	var sealed []any
+	leaves(tree.Branches, &sealed)
 	cipher := aes.NewCipher()
 	mac, err := tree.Decrypt(dataKey, cipher)
 	if err != nil {
-		return nil, &Error{File: name, Reason: "SOPS-encrypted, and a value does not decrypt with the file's data key: the file was changed after it was encrypted (" + valueFree(err) + ")"}
+		return nil, nil, &Error{File: name, Reason: "SOPS-encrypted, and a value does not decrypt with the file's data key: the file was changed after it was encrypted (" + valueFree(err) + ")"}
 	}
 	want, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil {
-		return nil, &Error{File: name, Reason: "SOPS-encrypted, and its MAC does not decrypt: the file's metadata was changed after it was encrypted"}
+		return nil, nil, &Error{File: name, Reason: "SOPS-encrypted, and its MAC does not decrypt: the file's metadata was changed after it was encrypted"}
 	}
 	if want != mac {
-		return nil, &Error{File: name, Reason: "SOPS-encrypted, and its MAC does not match its content: the file was changed after it was encrypted"}
+		return nil, nil, &Error{File: name, Reason: "SOPS-encrypted, and its MAC does not match its content: the file was changed after it was encrypted"}
 	}
 	out, err := f.store.EmitPlainFile(tree.Branches)
 	if err != nil {
-		return nil, &Error{File: name, Reason: "SOPS-encrypted, and its plaintext cannot be written back in its format: " + valueFree(err)}
+		return nil, nil, &Error{File: name, Reason: "SOPS-encrypted, and its plaintext cannot be written back in its format: " + valueFree(err)}
 	}
-	return out, nil
+	return out, encryptedValues(sealed, tree.Branches), nil
+}
+
+// leaves appends the values of a tree, comments left out, in the order
+// SOPS walks them.
+func leaves(v any, out *[]any) {
+	switch v := v.(type) {
+	case sops.TreeBranches:
+		for _, b := range v {
+			leaves(b, out)
+		}
+	case sops.TreeBranch:
+		for _, item := range v {
+			if _, ok := item.Key.(sops.Comment); !ok {
+				leaves(item.Value, out)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			leaves(x, out)
+		}
+	default:
+		*out = append(*out, v)
+	}
+}
+
+// encryptedValues returns the plaintext of the string values that
+// sealed, the leaves of the encrypted tree, held encrypted ("ENC[...]"),
+// from the decrypted tree plain, and their lines: the values of a file
+// left in plain text by encrypted_regex and the like are not secret, and
+// neither are its numbers and booleans, which would only blot out every
+// "true" of a message.
+func encryptedValues(sealed []any, plain sops.TreeBranches) []string {
+	var opened []any
+	leaves(plain, &opened)
+	var out []string
+	for i, v := range sealed {
+		s, ok := v.(string)
+		if !ok || !strings.HasPrefix(s, "ENC[") || i >= len(opened) {
+			continue
+		}
+		text, ok := opened[i].(string)
+		if !ok {
+			continue
+		}
+		out = append(out, text)
+		for line := range strings.Lines(text) {
+			if line = strings.TrimSpace(line); line != text {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
 }
 
 // valueFree is the part of a SOPS error that names no value: SOPS quotes
