@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/decrypt"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 	"plimsoll.dev/plimsoll/sync/source"
@@ -17,8 +18,10 @@ import (
 
 // render renders and validates the objects of a commit, Helm charts
 // included; an empty render is refused (it would prune the inventory's n
-// objects) unless AllowEmpty. It also returns the chart releases rendered.
-func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]manifest.Object, []*manifest.ChartOutput, error) {
+// objects) unless AllowEmpty. It also returns the chart releases rendered,
+// and the redactor of the commit's secrets: the values of its Secrets and
+// every value it held SOPS-encrypted, which its error is already rid of.
+func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]manifest.Object, []*manifest.ChartOutput, *redactor, error) {
 	var charts manifest.Charts
 	if s.cfg.Charts != nil {
 		s.cfg.Charts.StartSync()
@@ -26,7 +29,8 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 	}
 	var objs []manifest.Object
 	var rendered []*manifest.ChartOutput
-	out, err := manifest.RenderTree(ctx, s.decrypted(ctx, snap.FS), s.cfg.Path, s.cfg.Limits, charts)
+	fsys := s.decrypted(ctx, snap.FS)
+	out, err := manifest.RenderTree(ctx, fsys, s.cfg.Path, s.cfg.Limits, charts)
 	if err == nil {
 		objs, rendered = out.Objects, out.Charts
 	}
@@ -43,7 +47,8 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 	if err == nil {
 		err = confineHooks(rendered, s.cfg.Namespaces)
 	}
-	return objs, rendered, err
+	secrets := newRedactor(objs, decrypt.Values(fsys)...)
+	return objs, rendered, secrets, secrets.err(err)
 }
 
 // applyCommit plans, dry-runs and applies the commit's objects, hands the

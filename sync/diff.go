@@ -8,6 +8,8 @@ import (
 
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
+	"plimsoll.dev/plimsoll/sync/manifest"
+	"plimsoll.dev/plimsoll/sync/source"
 )
 
 // DeploymentDiffer is the rollout controller as `plimsoll diff` asks it
@@ -61,16 +63,32 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	if err != nil {
 		return "", nil, fmt.Errorf("read commit %s: %w", short(head), err)
 	}
-	objs, _, err := s.render(ctx, snap, len(rec.Inventory))
+	objs, _, secrets, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {
 		return "", nil, err
 	}
+	// An error of the dry-run may quote a value of the commit's secrets,
+	// and a value decrypted from Git may be in any object, not only in a
+	// Secret, whose diff shows no value anyway.
+	diffs, err = s.diffRendered(ctx, objs, rec.Inventory, snap.Commit)
+	if err != nil {
+		return "", nil, secrets.err(err)
+	}
+	for i := range diffs {
+		diffs[i].Diff = secrets.text(diffs[i].Diff)
+	}
+	return head, diffs, nil
+}
+
+// diffRendered is Diff's work once the commit is rendered: the diffs of
+// objs against the cluster, and of what the prune would delete of inv.
+func (s *Syncer) diffRendered(ctx context.Context, objs []manifest.Object, inv inventory.Inventory, commit source.Commit) (diffs []apply.ObjectDiff, err error) {
 	// The check's answer is not the diff's: only what the controller
 	// steers is taken from it, so that the diff shows what an apply keeps.
-	handover, _ := s.checkDeployments(ctx, objs, snap.Commit)
-	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(rec.Inventory), steeredBy(handover))
+	handover, _ := s.checkDeployments(ctx, objs, commit)
+	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(inv), steeredBy(handover))
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if !s.cfg.Prune {
 		plan.Prune = nil
@@ -80,22 +98,22 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	// judged by the Deployment that serves it: a blue-green one takes its
 	// colors along, under names that are not in the inventory.
 	plan.Items, err = divert(plan.Items, &diffs, func(it *apply.Item) (*apply.ObjectDiff, error) {
-		return s.handedOffDiff(ctx, it, snap.Commit)
+		return s.handedOffDiff(ctx, it, commit)
 	})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	plan.Prune, err = divert(plan.Prune, &diffs, func(e inventory.Entry) (*apply.ObjectDiff, error) {
 		return s.removedDiff(ctx, e)
 	})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	dry, err := s.cfg.Applier.Diff(ctx, plan)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return head, append(diffs, dry...), nil
+	return append(diffs, dry...), nil
 }
 
 // divert diffs each of xs with diff, adds the changes it finds to diffs,

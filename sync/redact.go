@@ -26,12 +26,16 @@ type redactor struct {
 	values []string // longest first, so a value inside another goes second
 }
 
-func newRedactor(objs []manifest.Object) *redactor {
+func newRedactor(objs []manifest.Object, decrypted ...string) *redactor {
 	r := &redactor{}
 	add := func(v string) {
 		if len(v) >= minSecretLen {
 			r.values = append(r.values, v)
 		}
+	}
+	for _, v := range decrypted {
+		add(v)
+		add(base64.StdEncoding.EncodeToString([]byte(v)))
 	}
 	for _, o := range objs {
 		gvk := o.Obj.GroupVersionKind()

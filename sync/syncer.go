@@ -362,11 +362,10 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		}
 		return s.failed(ctx, fetched, head, step, err), outcomeFailed, err
 	}
-	objs, charts, err := s.render(ctx, snap, len(rec.Inventory))
+	objs, charts, secrets, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {
 		return s.failed(ctx, fetched, head, "render", err), outcomeFailed, err
 	}
-	secrets := newRedactor(objs)
 
 	if st, held, err := s.holdRewind(ctx, rec, fetched); held || err != nil {
 		if !held {
