@@ -253,19 +253,18 @@ func (m *many) buildDeclared(_ context.Context, spec *declare.Spec) (*fleet.Sync
 	if namespace == "" {
 		namespace = o.namespace
 	}
-	var creds *helm.Credentials
-	if o.helmCredentialsFile != "" {
-		if creds, err = helm.LoadCredentials(o.helmCredentialsFile); err != nil {
-			return nil, fmt.Errorf("--helm-credentials-file: %w", err)
-		}
+	charts, err := o.helmConfig()
+	if err != nil {
+		return nil, err
 	}
+	charts.Namespace, charts.Discovery, charts.REST, charts.Log = namespace, m.k.discovery, as, m.log
 	interval := spec.Interval
 	if interval == 0 {
 		interval = o.interval
 	}
 	syncer := m.syncer(psync.Config{Name: spec.Name, Path: spec.Path, Namespace: namespace, Prune: spec.Prune, Interval: interval,
 		Windows: spec.Windows, Source: repo.Source(), Decryption: declaredDecryptor(m.k.client, o.syncsNamespace, spec.Decryption),
-		Charts:  helm.New(helm.Config{Namespace: namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: m.k.discovery, REST: as, Log: m.log}),
+		Charts:  helm.New(charts),
 		Applier: apply.New(apply.Config{Dynamic: writes, Reads: m.k.dynamic, Mapper: m.k.mapper, Discovery: m.k.discovery, SyncName: spec.Name}),
 		Hooks:   &helm.Hooks{Dynamic: writes, Mapper: m.k.mapper, FieldManager: apply.DefaultFieldManager, Log: m.log}})
 	m.mu.Lock()

@@ -100,3 +100,25 @@ func TestDeclaredOCI(t *testing.T) {
 		t.Errorf("a bad .dockerconfigjson: %v; want it named", err)
 	}
 }
+
+// TestHelmVerifyKeyFlag: --helm-verify-key gives the chart renderers its
+// keys; a file that is not a public key is refused naming the flag.
+func TestHelmVerifyKeyFlag(t *testing.T) {
+	dir := t.TempDir()
+	_, pub := artifacttest.NewKey(t)
+	good, bad := filepath.Join(dir, "cosign.pub"), filepath.Join(dir, "keys.asc")
+	if err := os.WriteFile(good, pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("-----BEGIN PGP PUBLIC KEY BLOCK-----\nAAAA\n-----END PGP PUBLIC KEY BLOCK-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := (&sourceOptions{helmVerifyKeyFile: good}).helmConfig()
+	if err != nil || cfg.VerifyKeys == nil || cfg.VerifyKeys.Len() != 1 {
+		t.Fatalf("a cosign key: %+v, %v", cfg.VerifyKeys, err)
+	}
+	_, err = (&sourceOptions{helmVerifyKeyFile: bad}).helmConfig()
+	if err == nil || !strings.Contains(err.Error(), "read --helm-verify-key "+bad+": PEM block 1 is a PGP PUBLIC KEY BLOCK, not a PUBLIC KEY") {
+		t.Errorf("an OpenPGP key: %v", err)
+	}
+}

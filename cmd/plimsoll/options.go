@@ -67,8 +67,9 @@ type sourceOptions struct {
 	verifyKeyFile, verifySSHKeyFile string
 
 	prometheusURL, prometheusTokenFile string
-	// helmCredentialsFile is --helm-credentials-file.
-	helmCredentialsFile string
+	// helmCredentialsFile is --helm-credentials-file, helmVerifyKeyFile
+	// --helm-verify-key.
+	helmCredentialsFile, helmVerifyKeyFile string
 	// decryption is --decryption-secret and --decryption-required.
 	decryption decryptionOptions
 	// oci are the flags of an OCI artifact source.
@@ -106,6 +107,7 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
 	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries (those of charts and of --oci-repository), in the format of Docker's config.json (what helm registry login writes)")
 	o.decryption.addFlags(fs)
+	fs.StringVar(&o.helmVerifyKeyFile, "helm-verify-key", "", "cosign public keys (PEM, as cosign.pub): render only the charts from OCI registries signed by one of them")
 	o.oci.addFlags(fs)
 }
 

@@ -20,6 +20,7 @@ import (
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
+	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/inventory"
 )
@@ -174,13 +175,32 @@ func (o *sourceOptions) connect() (*cluster, error) {
 // are kept under --cache-dir, capabilities come from the cluster's
 // discovery, and lookup reads with the daemon's own rights.
 func (o *sourceOptions) charts(restCfg *rest.Config, disc discovery.DiscoveryInterface, log *slog.Logger) (*helm.Renderer, error) {
-	var creds *helm.Credentials
-	if o.helmCredentialsFile != "" {
-		c, err := helm.LoadCredentials(o.helmCredentialsFile)
-		if err != nil {
-			return nil, fmt.Errorf("--helm-credentials-file: %w", err)
-		}
-		creds = c
+	cfg, err := o.helmConfig()
+	if err != nil {
+		return nil, err
 	}
-	return helm.New(helm.Config{Namespace: o.namespace, CacheDir: o.cacheDir, Credentials: creds, Discovery: disc, REST: restCfg, Log: log}), nil
+	cfg.Namespace, cfg.Discovery, cfg.REST, cfg.Log = o.namespace, disc, restCfg, log
+	return helm.New(cfg), nil
+}
+
+// helmConfig is what the chart renderers of every sync share, from the
+// flags: the archives kept under --cache-dir, the registry credentials of
+// --helm-credentials-file, the keys of --helm-verify-key.
+func (o *sourceOptions) helmConfig() (helm.Config, error) {
+	cfg := helm.Config{CacheDir: o.cacheDir}
+	if o.helmCredentialsFile != "" {
+		creds, err := helm.LoadCredentials(o.helmCredentialsFile)
+		if err != nil {
+			return helm.Config{}, fmt.Errorf("--helm-credentials-file: %w", err)
+		}
+		cfg.Credentials = creds
+	}
+	if o.helmVerifyKeyFile != "" {
+		keys, err := readKeys("--helm-verify-key", o.helmVerifyKeyFile, artifact.ReadKeys)
+		if err != nil {
+			return helm.Config{}, err
+		}
+		cfg.VerifyKeys = keys
+	}
+	return cfg, nil
 }

@@ -313,10 +313,10 @@ func TestChartVerification(t *testing.T) {
 // cosign keys from the verify volume.
 func TestChartOCI(t *testing.T) {
 	spec := deployment(t, render(t, "repo.url=", "oci.repository=oci://registry.example/team/app", "oci.semver=>=1.0.0 <2.0.0",
-		"oci.plainHTTP=true", "verify.configMap=signers", "verify.cosignKey=cosign.pub")).Spec.Template.Spec
+		"oci.plainHTTP=true", "verify.configMap=signers", "verify.cosignKey=cosign.pub", "verify.helmCosignKey=charts.pub")).Spec.Template.Spec
 	args := spec.Containers[0].Args
 	for _, want := range []string{"--oci-repository=oci://registry.example/team/app", "--oci-semver=>=1.0.0 <2.0.0", "--oci-plain-http",
-		"--oci-verify-key=/etc/plimsoll/verify/cosign.pub"} {
+		"--oci-verify-key=/etc/plimsoll/verify/cosign.pub", "--helm-verify-key=/etc/plimsoll/verify/charts.pub"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %s", args, want)
 		}
@@ -409,7 +409,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{nil, "repo.url is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.secret=b", "--set", "verify.openpgpKey=k"},
 			"verify.configMap and verify.secret are both set"},
-		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey, verify.allowedSignersKey or verify.cosignKey is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey, verify.allowedSignersKey, verify.cosignKey or verify.helmCosignKey is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "oci.repository=oci://registry.example/team/app"}, "repo.url and oci.repository are both set"},
 		{[]string{"--set", "oci.repository=oci://registry.example/team/app", "--set", "oci.digest=sha256:abc"}, "oci/digest"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.allowedSignersKey=allowed_signers"}, "verify.configMap or verify.secret is required"},
