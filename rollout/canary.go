@@ -133,11 +133,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	var stable *appsv1.Deployment
 	switch take.Stable {
 	case strategies.StableFromColor:
-		var legacy *appsv1.Deployment
-		if cy.stable != nil {
-			legacy = c.refreshed(cy.stable, git)
-		}
-		stable = stableFromColor(legacy, git, fromColor, state.Replicas)
+		stable = stableFromColor(c.refreshed(cy.stable, git), git, fromColor, state.Replicas)
 		c.eventSwitching(ctx, fromColor, contract.StrategyBlueGreen, contract.StrategyCanary,
 			fmt.Sprintf("%s serves until %s, made from its template, is ready", fromColor.Name, git.Name))
 	case strategies.StableCreated:

@@ -2,11 +2,14 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -40,6 +43,12 @@ type execution struct {
 	// reports the plan (Events, metrics, log), so that a failed write
 	// after it cannot lose the command's Event.
 	written func()
+	// git is the Git Deployment an ActionApply applies, run the analysis
+	// run it records; applied is the Deployment as the apply returned it,
+	// nil while none was written.
+	git     *appsv1.Deployment
+	run     *strategies.AnalysisRun
+	applied *appsv1.Deployment
 }
 
 // execute runs a plan's actions in their order and stops at the first
@@ -52,6 +61,8 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 		switch a.Kind {
 		case strategies.ActionWrite:
 			err = c.executeWrite(ctx, x, a)
+		case strategies.ActionApply:
+			err = c.executeApply(ctx, x, a)
 		case strategies.ActionLabel:
 			err = c.labelPod(ctx, x.w.ns, a.Pod, &serving)
 		case strategies.ActionUnlabel:
@@ -155,5 +166,61 @@ func (c *Controller) clearActedCommand(ctx context.Context, x *execution) error 
 		return err
 	}
 	x.cleared = true
+	return nil
+}
+
+// executeApply applies Git's Deployment of a rolling workload as action a
+// asks (see strategies.RollingWrite): with the workload label and the
+// primary role, the plan's status and analysis run, and the action's
+// template, change cause, strategy and count; skipped when the live
+// Deployment holds all of it already (see applied).
+func (c *Controller) executeApply(ctx context.Context, x *execution, a strategies.Action) error {
+	live, ap := x.w.deployment(""), a.Apply
+	obj := rollingObject(x.git, x.annotations)
+	setRun(obj, x.run)
+	obj.Spec.Template = *ap.Template.DeepCopy()
+	if ap.Stamp {
+		obj.Spec.Template = workloadTemplate(obj.Spec.Template, x.git.Name)
+	}
+	if ap.ChangeCause != "" {
+		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, ap.ChangeCause)
+	}
+	if ap.Strategy != nil {
+		obj.Spec.Strategy = *ap.Strategy.DeepCopy()
+	}
+	if ap.Replicas != nil && live != nil {
+		obj.Spec.Replicas, obj.ResourceVersion = ap.Replicas, live.ResourceVersion
+	}
+	if !ap.Always && applied(live, obj, !ap.QuietStatus) {
+		return nil
+	}
+	if ap.TakeOver && live != nil {
+		var err error
+		if obj, err = c.takeOverHandEdits(ctx, live, obj); err != nil {
+			return err
+		}
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode the Deployment: %w", err)
+	}
+	force := true
+	scaledBy := c.hand.scaledBy(live)
+	out, err := c.writer(x.w.key()).AppsV1().Deployments(x.w.ns).Patch(ctx, x.git.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	c.written.wrote(out)
+	c.wroteTemplate(ctx, live, obj, out)
+	c.wroteCount(ctx, live, out, scaledBy)
+	if ap.Undone {
+		c.templateRestored(ctx, out, "")
+	}
+	x.applied = out
+	if x.written != nil {
+		x.written()
+		x.written = nil
+	}
 	return nil
 }

@@ -74,8 +74,11 @@ func refresh(live, git *appsv1.Deployment) *appsv1.Deployment {
 // refreshed is refresh without the labels and annotations that the
 // controller wrote from Git onto live and git no longer sets (see
 // handEdits.dropped): Git's metadata replaces what Git wrote before,
-// where refresh alone only adds to it.
+// where refresh alone only adds to it. nil for a nil live.
 func (c *Controller) refreshed(live, git *appsv1.Deployment) *appsv1.Deployment {
+	if live == nil {
+		return nil
+	}
 	d := refresh(live, git)
 	labels, annotations := c.hand.dropped(live, git)
 	dropKeys(d, labels, annotations)
@@ -161,7 +164,7 @@ func annotationsOf(d *appsv1.Deployment) map[string]string {
 }
 
 // isPrimary reports whether d is the Deployment of a rolling workload, as
-// syncRolling marks it.
+// rollingObject marks it.
 func isPrimary(d *appsv1.Deployment) bool {
 	return d != nil && d.Annotations[contract.AnnotationRole] == string(strategies.RolePrimary)
 }

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
@@ -98,13 +96,8 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
 		Analysis: j.specs, Run: j.run, Pods: templatePods(w, live), Now: c.clock.Now()})
 	c.requeueRolling(w, plan)
-	if plan.Template == strategies.TemplateLive && live == nil {
-		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
-		return nil
-	}
-
-	keep := map[string]string{}
 	from := previousStrategy(w, contract.StrategyRolling)
+	var keep map[string]string
 	if live != nil && !isPrimary(live) {
 		// The workload was blue-green or canary: <name> becomes the
 		// primary, and what the previous strategy left goes once it is
@@ -114,86 +107,24 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			return err
 		}
 	}
-
-	obj := rollingObject(git, plan.Status.Annotations())
-	if autoscaled {
-		// An HPA scales the Deployment: Git's count is not applied, the
-		// live one is, on the live resourceVersion, so that a scale after
-		// the cache's copy fails the apply (a conflict, planned again)
-		// instead of being undone.
-		obj.Spec.Replicas, obj.ResourceVersion = &count, live.ResourceVersion
+	held := strategies.RollingHeld{Git: git, Live: live, Recorded: recorded, Stamped: stampedWith(live, want.Hash),
+		Primary: isPrimary(live), Switching: live != nil && w.hasAny(sideSuffixes), KeepLabels: keep,
+		Cause: changeCause(in.commit, in.subject), Autoscaled: autoscaled, Count: count, Once: c.once.Load()}
+	if live != nil {
+		held.KeepsHandEdits = keepsHandEdits(git, live)
+		held.RecordedCause = recordedAnnotations(live, w.rsets)[AnnotationChangeCause]
+		// The check of a hand edit is noted as it is asked (see
+		// templateChecks.runs): asked only of Git's template.
+		held.RunsGit = plan.Template == strategies.TemplateGit && c.runsGit(live, git, want.Hash)
 	}
-	setRun(obj, plan.Run)
-	restore, undone := false, false
-	switch plan.Template {
-	case strategies.TemplateGit:
-		obj.Spec.Template = workloadTemplate(git.Spec.Template, git.Name)
-		switch {
-		case c.runsGit(live, git, want.Hash):
-			// The template runs already: it stays exactly as it runs (an
-			// adopted Deployment's has neither the workload label nor the
-			// stamp, and adding them would replace every pod), and a later
-			// commit that leaves it as it is does not become its change
-			// cause.
-			obj.Spec.Template = live.Spec.Template
-			keepAnnotation(obj, live, AnnotationChangeCause)
-		case stampedWith(live, want.Hash):
-			// Git's revision, its template changed by hand: Git's goes
-			// out again, as the same revision.
-			restore = true
-			keepAnnotation(obj, live, AnnotationChangeCause)
-		case isPrimary(live) && strategies.Undone(live, recorded, want.Hash, keepsHandEdits(git, live)):
-			// Git's revision, its template replaced by hand (`kubectl
-			// rollout undo`): Git's goes out again, as the same revision.
-			undone = true
-			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, recordedAnnotations(live, w.rsets)[AnnotationChangeCause])
-		default:
-			setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, changeCause(in.commit, in.subject))
-		}
-	case strategies.TemplateLive:
-		obj.Spec.Template = live.Spec.Template
-		keepAnnotation(obj, live, AnnotationChangeCause)
-	case strategies.TemplateRollback:
-		obj.Spec.Template = workloadTemplate(plan.Rollback.Template, git.Name)
-		keepAnnotation(obj, live, AnnotationChangeCause)
+	actions := strategies.PlanRollingApply(plan, held)
+	if len(actions) == 0 {
+		c.log.Info("not creating a Deployment whose template is refused", "workload", w.ns+"/"+w.name)
+		return nil
 	}
-	for k, v := range keep {
-		setLabel(&obj.Spec.Template.ObjectMeta, k, v)
-	}
-	if live != nil && w.hasAny(sideSuffixes) {
-		// Switching from blue-green or canary: <name> takes the template
-		// over without a pod going before its replacement is available,
-		// as a canary's promotion does, until the old strategy's
-		// Deployments are retired; the apply after that puts Git's
-		// strategy back.
-		obj.Spec.Strategy = strategies.Surge(obj.Spec.Strategy)
-	}
-	// A one-shot sync writes only what Git's intent needs: the status of
-	// a revision it did not start is the daemon's to follow.
-	if live == nil || restore || undone || !applied(live, obj, !c.once.Load()) {
-		if restore {
-			var err error
-			if obj, err = c.takeOverHandEdits(ctx, live, obj); err != nil {
-				return err
-			}
-		}
-		body, err := json.Marshal(obj)
-		if err != nil {
-			return fmt.Errorf("encode the Deployment: %w", err)
-		}
-		force := true
-		scaledBy := c.hand.scaledBy(live)
-		out, err := c.writer(w.key()).AppsV1().Deployments(w.ns).Patch(ctx, git.Name, types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		c.written.wrote(out)
-		c.wroteTemplate(ctx, live, obj, out)
-		c.wroteCount(ctx, live, out, scaledBy)
-		if undone {
-			c.templateRestored(ctx, out, "")
-		}
+	x := &execution{w: w, git: git, annotations: plan.Status.Annotations(), run: plan.Run}
+	x.written = func() {
+		out := x.applied
 		if !isPrimary(live) {
 			c.eventSwitching(ctx, out, from, contract.StrategyRolling, fmt.Sprintf("%s serves beside the previous strategy's Deployments until it is Healthy", out.Name))
 		}
@@ -203,7 +134,9 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			c.report(ctx, out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
 			c.reportAnalysis(ctx, out, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 		}
-		return nil
+	}
+	if err := c.execute(ctx, x, actions); err != nil || x.applied != nil {
+		return err
 	}
 	return c.retireWhenHealthy(ctx, w, live, plan.Status)
 }

@@ -48,6 +48,9 @@ const (
 	// Deployment's, to the stable Deployment: its owner moves from the one
 	// to the other in one patch (see planCanary, step 5 of a hand-over).
 	ActionHandOver
+	// ActionApply applies Git's Deployment <name> of a rolling workload
+	// with server-side apply, as Apply says.
+	ActionApply
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -108,6 +111,8 @@ type Action struct {
 	// write: those of the strategy the workload no longer uses, so that
 	// no moment has both (a selector of color and serving selects no pod).
 	Drop []string
+	// Apply is the write of an ActionApply.
+	Apply *RollingWrite
 	// Keep is the fewest ready endpoints the Service of an ActionSelect
 	// must have under its new selector (see GuardSelector): the
 	// workload's count for the Service that carries its traffic, 0 for a

@@ -1,0 +1,154 @@
+package strategies
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// changeCauseKey is the annotation `kubectl rollout history` lists a
+// ReplicaSet's change by.
+const changeCauseKey = "kubernetes.io/change-cause"
+
+// RollingHeld is what the controller holds and observes of a rolling
+// workload's Deployment <name> beside what PlanRolling reads, for the one
+// write of Git's Deployment a rolling plan makes (see PlanRollingApply).
+type RollingHeld struct {
+	// Git is the Git Deployment; Live the live Deployment <name>, nil
+	// before it exists.
+	Git, Live *appsv1.Deployment
+	// Recorded is the recorded status the plan was made from.
+	Recorded Status
+	// RunsGit: the live template is Git's, as the controller writes it or
+	// as adopted. It then stays exactly as it runs: an adopted template
+	// has neither the workload label nor the stamp, and adding them would
+	// replace every pod.
+	RunsGit bool
+	// Stamped: the live template carries the stamp of Git's template (see
+	// podtemplate.Stamp). When it does not run Git's, it was changed by
+	// hand in place.
+	Stamped bool
+	// Primary: Live is a rolling workload's primary; Switching: the
+	// Deployments a previous strategy left (colors, a canary) are still
+	// there.
+	Primary, Switching bool
+	// KeepsHandEdits: the live Deployment or Git's keeps kubectl's edits
+	// (plimsoll.dev/kubectl-edits: keep).
+	KeepsHandEdits bool
+	// KeepLabels are template labels the write keeps while a previous
+	// strategy retires (a canary's serving label, which its Service's
+	// selector still holds).
+	KeepLabels map[string]string
+	// Cause is the change cause of a new template ("<short commit>
+	// <subject>"); RecordedCause is the one recorded with the revision
+	// that runs.
+	Cause, RecordedCause string
+	// Autoscaled: an autoscaler sets the count, Count.
+	Autoscaled bool
+	Count      int32
+	// Once: a one-shot sync, which writes only what Git's intent needs;
+	// the status of a revision it did not start is the daemon's to follow.
+	Once bool
+}
+
+// RollingWrite is the write of an ActionApply: Git's Deployment, labelled
+// with the workload and its role, with the plan's status annotations and
+// analysis run, and the fields below in place of Git's.
+type RollingWrite struct {
+	// Template is the pod template written; Stamp labels it with the
+	// workload and stamps it (a template from Git or a rollback; a live
+	// one goes out as it runs).
+	Template corev1.PodTemplateSpec
+	Stamp    bool
+	// ChangeCause, when set, is its kubernetes.io/change-cause.
+	ChangeCause string
+	// Strategy, when set, replaces Git's update strategy.
+	Strategy *appsv1.DeploymentStrategy
+	// Replicas, when set, is the count written, on the live object's
+	// resourceVersion: an autoscaler's count, so that a scale after the
+	// cache's copy fails the write (a conflict, planned again) instead of
+	// being undone.
+	Replicas *int32
+	// Always writes even when the live Deployment holds all of it: a
+	// create, or a template changed by hand that goes out again.
+	Always bool
+	// QuietStatus compares the live object without the status: a write
+	// that would change only the status is skipped.
+	QuietStatus bool
+	// TakeOver moves kubectl's fields of the template to the controller
+	// first, so that the write replaces them (a hand edit of Git's
+	// revision); Undone says the write puts back the template a `kubectl
+	// rollout undo` replaced.
+	TakeOver, Undone bool
+}
+
+// PlanRollingApply lists the actions of rolling plan, made for Git's
+// Deployment: one ActionApply with the template plan.Template names, or
+// none when the Git template is refused and nothing runs yet (no
+// Deployment is created for a refused template). Which template, which
+// change cause and which strategy go out, in order:
+//
+//   - Git's template, when the plan names it: as it runs when it runs
+//     already (the change cause kept); Git's again over one changed in
+//     place by hand (taken over, the cause kept) or undone by hand
+//     (`kubectl rollout undo`: the revision's recorded cause); else Git's
+//     new one, with the commit as its cause.
+//   - The live template, kept as it is with its cause.
+//   - The rollback's template, stamped, the live cause kept.
+//
+// While a previous strategy's Deployments are still there, <name> takes
+// the template over without a pod going before its replacement is
+// available (see Surge); the write after their retirement puts Git's
+// strategy back.
+func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
+	live := h.Live
+	if live == nil && plan.Template == TemplateLive {
+		return nil
+	}
+	w := &RollingWrite{Always: live == nil, QuietStatus: h.Once}
+	keepCause := func() {
+		if live != nil {
+			w.ChangeCause = live.Annotations[changeCauseKey]
+		}
+	}
+	switch plan.Template {
+	case TemplateGit:
+		w.Template, w.Stamp = h.Git.Spec.Template, true
+		switch {
+		case live != nil && h.RunsGit:
+			w.Template, w.Stamp = live.Spec.Template, false
+			keepCause()
+		case live != nil && h.Stamped:
+			w.Always, w.TakeOver = true, true
+			keepCause()
+		case h.Primary && Undone(live, h.Recorded, plan.Status.Hash, h.KeepsHandEdits):
+			w.Always, w.Undone = true, true
+			w.ChangeCause = h.RecordedCause
+		default:
+			w.ChangeCause = h.Cause
+		}
+	case TemplateLive:
+		w.Template = live.Spec.Template
+		keepCause()
+	case TemplateRollback:
+		w.Template, w.Stamp = plan.Rollback.Template, true
+		keepCause()
+	}
+	if len(h.KeepLabels) > 0 {
+		w.Template = *w.Template.DeepCopy()
+		if w.Template.Labels == nil {
+			w.Template.Labels = map[string]string{}
+		}
+		for k, v := range h.KeepLabels {
+			w.Template.Labels[k] = v
+		}
+	}
+	if live != nil && h.Switching {
+		surge := Surge(h.Git.Spec.Strategy)
+		w.Strategy = &surge
+	}
+	if h.Autoscaled && live != nil {
+		count := h.Count
+		w.Replicas = &count
+	}
+	return []Action{{Kind: ActionApply, Status: true, Role: RolePrimary, Apply: w}}
+}

@@ -1,0 +1,126 @@
+package strategies
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plimsoll.dev/plimsoll/contract"
+)
+
+// TestPlanRollingApply: the one write of a rolling plan, for each case
+// the controller observes: which template goes out, whether stamped,
+// with which change cause, whether written when the live Deployment holds
+// it already, with a kubectl take-over first, with a surge strategy, and
+// at which count.
+func TestPlanRollingApply(t *testing.T) {
+	template := func(image string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
+	}
+	git := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Template: template("web:v2"),
+		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}}}
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web",
+		Annotations: map[string]string{changeCauseKey: "aaaaaaa v1"}}, Spec: appsv1.DeploymentSpec{Template: template("web:v1")}}
+	undone := live.DeepCopy()
+	undone.Spec.Template.Annotations = map[string]string{contract.AnnotationTemplateHash: "h1"}
+	rollback := &Rollback{Template: template("web:v0")}
+	held := func(change func(*RollingHeld)) RollingHeld {
+		h := RollingHeld{Git: git, Live: live, Recorded: Status{Phase: PhaseHealthy, Revision: 2, Hash: "h2"},
+			Primary: true, Cause: "bbbbbbb v2", RecordedCause: "ccccccc v2"}
+		if change != nil {
+			change(&h)
+		}
+		return h
+	}
+	git2 := RollingPlan{Template: TemplateGit, Status: Status{Hash: "h2", Revision: 2}}
+	tests := []struct {
+		name  string
+		plan  RollingPlan
+		held  RollingHeld
+		image string // "" for no action
+		stamp bool
+		cause string
+		check func(*RollingWrite) string
+	}{
+		{name: "a new revision: Git's template, stamped, the commit its cause", plan: git2, held: held(nil),
+			image: "web:v2", stamp: true, cause: "bbbbbbb v2"},
+		{name: "Git's template runs already: as it runs, its cause kept", plan: git2, held: held(func(h *RollingHeld) { h.RunsGit = true }),
+			image: "web:v1", cause: "aaaaaaa v1"},
+		{name: "Git's revision changed by hand: Git's again, always, kubectl's fields taken over",
+			plan: git2, held: held(func(h *RollingHeld) { h.Stamped = true }), image: "web:v2", stamp: true, cause: "aaaaaaa v1",
+			check: func(w *RollingWrite) string {
+				if !w.Always || !w.TakeOver || w.Undone {
+					return "want Always and TakeOver"
+				}
+				return ""
+			}},
+		{name: "kubectl rollout undo: Git's again, always, the revision's recorded cause",
+			plan: git2, held: held(func(h *RollingHeld) { h.Live = undone }), image: "web:v2", stamp: true, cause: "ccccccc v2",
+			check: func(w *RollingWrite) string {
+				if !w.Always || !w.Undone || w.TakeOver {
+					return "want Always and Undone"
+				}
+				return ""
+			}},
+		{name: "undone, but the Deployment keeps hand edits: a new write of Git's",
+			plan: git2, held: held(func(h *RollingHeld) { h.Live, h.KeepsHandEdits = undone, true }), image: "web:v2", stamp: true,
+			cause: "bbbbbbb v2"},
+		{name: "a refused template: the live one as it runs", plan: RollingPlan{Template: TemplateLive}, held: held(nil),
+			image: "web:v1", cause: "aaaaaaa v1"},
+		{name: "a refused template and nothing runs: nothing created", plan: RollingPlan{Template: TemplateLive},
+			held: held(func(h *RollingHeld) { h.Live = nil })},
+		{name: "a rollback: its template, stamped, the live cause kept", plan: RollingPlan{Template: TemplateRollback, Rollback: rollback},
+			held: held(nil), image: "web:v0", stamp: true, cause: "aaaaaaa v1"},
+		{name: "nothing runs: created, always", plan: git2, held: held(func(h *RollingHeld) { h.Live = nil }), image: "web:v2", stamp: true,
+			cause: "bbbbbbb v2", check: func(w *RollingWrite) string {
+				if !w.Always || w.Replicas != nil || w.Strategy != nil {
+					return "want Always, Git's count and strategy"
+				}
+				return ""
+			}},
+		{name: "switching from canary: a surge, the serving label kept, at the autoscaler's count, quiet in once mode",
+			plan: git2, held: held(func(h *RollingHeld) {
+				h.Switching, h.Autoscaled, h.Count, h.Once = true, true, 7, true
+				h.KeepLabels = map[string]string{contract.LabelServing: "true"}
+			}), image: "web:v2", stamp: true, cause: "bbbbbbb v2", check: func(w *RollingWrite) string {
+				switch {
+				case w.Strategy == nil || w.Strategy.RollingUpdate == nil || w.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0:
+					return "want a surge strategy, no pod unavailable"
+				case w.Replicas == nil || *w.Replicas != 7:
+					return "want the autoscaler's 7"
+				case w.Template.Labels[contract.LabelServing] != "true":
+					return "want the serving label kept"
+				case !w.QuietStatus || w.Always:
+					return "want QuietStatus, not Always"
+				}
+				return ""
+			}},
+	}
+	for _, tt := range tests {
+		actions := PlanRollingApply(tt.plan, tt.held)
+		if tt.image == "" {
+			if len(actions) != 0 {
+				t.Errorf("%s: %d actions, want none", tt.name, len(actions))
+			}
+			continue
+		}
+		if len(actions) != 1 || actions[0].Kind != ActionApply || actions[0].Apply == nil || actions[0].Role != RolePrimary {
+			t.Fatalf("%s: actions %+v, want one ActionApply of the primary", tt.name, actions)
+		}
+		w := actions[0].Apply
+		if got := w.Template.Spec.Containers[0].Image; got != tt.image || w.Stamp != tt.stamp || w.ChangeCause != tt.cause {
+			t.Errorf("%s: template %s (stamp %v), cause %q; want %s (stamp %v), %q", tt.name, got, w.Stamp, w.ChangeCause,
+				tt.image, tt.stamp, tt.cause)
+		}
+		if tt.check != nil {
+			if msg := tt.check(w); msg != "" {
+				t.Errorf("%s: %s; got %+v", tt.name, msg, w)
+			}
+		}
+	}
+	if live.Spec.Template.Labels != nil {
+		t.Error("keeping a label changed the live Deployment's template")
+	}
+}
