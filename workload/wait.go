@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	psync "plimsoll.dev/plimsoll/sync"
 )
 
@@ -34,8 +35,9 @@ const (
 // before every workload ended.
 var ErrWaitTimeout = errors.New("timed out")
 
-// commitPattern is a commit id or a prefix of one.
-var commitPattern = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
+// commitPattern is a commit id or a prefix of one, or an artifact's
+// digest (sha256:...) or a prefix of one.
+var commitPattern = regexp.MustCompile(`^(sha256:)?[0-9a-f]{7,64}$`)
 
 // WaitConfig says what Wait waits for.
 type WaitConfig struct {
@@ -70,7 +72,7 @@ func (c WaitConfig) Validate() error {
 	case c.All && c.SyncName == "":
 		return errors.New("--all needs the sync's name (--sync-name)")
 	case c.Commit != "" && !commitPattern.MatchString(c.Commit):
-		return fmt.Errorf("--commit %q: want a commit id in lowercase hex, at least %d characters", c.Commit, minCommitPrefix)
+		return fmt.Errorf("--commit %q: want a commit id in lowercase hex, at least %d characters (or an artifact's digest, sha256: and as many)", c.Commit, minCommitPrefix)
 	case c.Timeout <= 0:
 		return fmt.Errorf("--timeout %s: want a positive duration", c.Timeout)
 	}
@@ -395,15 +397,15 @@ func judge(wl Workload, commit, want string, applied, settled bool) (End, string
 }
 
 // sameCommit reports whether full names commit, given in full or as a
-// prefix of at least minCommitPrefix characters.
+// prefix at least as long as full's short form (see revision.Short): 7
+// hex digits of a commit, the algorithm and 7 of a digest.
 func sameCommit(full, commit string) bool {
-	if len(commit) < minCommitPrefix || len(full) < len(commit) {
+	if len(commit) < len(revision.Short(full)) || len(full) < len(commit) {
 		return false
 	}
 	return full[:len(commit)] == commit
 }
 
-// short is the first 7 characters of a commit id.
-func short(commit string) string {
-	return commit[:min(len(commit), minCommitPrefix)]
-}
+// short is a commit id or an artifact's digest as the sync's messages
+// and Events show it (see revision.Short).
+func short(commit string) string { return revision.Short(commit) }

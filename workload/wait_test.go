@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/inventory"
 )
 
@@ -138,6 +139,8 @@ func TestWaitConfigValidate(t *testing.T) {
 		{"a sync without its name", WaitConfig{All: true, Timeout: 1}, "--sync-name"},
 		{"a short commit", WaitConfig{Names: []string{"api"}, Commit: "22222", Timeout: 1}, `--commit "22222"`},
 		{"a branch", WaitConfig{Names: []string{"api"}, Commit: "main", Timeout: 1}, `--commit "main"`},
+		{"an artifact's short digest", WaitConfig{Names: []string{"api"}, Commit: "sha256:3f1c2a9", Timeout: 1}, ""},
+		{"a digest of another algorithm", WaitConfig{Names: []string{"api"}, Commit: "md5:3f1c2a9", Timeout: 1}, `--commit "md5:3f1c2a9"`},
 		{"no time", WaitConfig{Names: []string{"api"}}, "--timeout 0s"},
 	}
 	for _, tt := range tests {
@@ -150,5 +153,25 @@ func TestWaitConfigValidate(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSameCommit: a commit matches its prefixes of 7 digits or more, a
+// digest its prefixes of the algorithm and 7 digits or more: "sha256:"
+// alone names every artifact, and is not one.
+func TestSameCommit(t *testing.T) {
+	const commit = "1a2b3c4d5e6f708192a3b4c5d6e7f80912a3b4c5"
+	const digest = "sha256:3f1c2a9b0e7d45d41e0712a3b4c5d6e7f80912a3b4c51a2b3c4d5e6f708192"
+	for _, c := range []struct {
+		full, given string
+		want        bool
+	}{
+		{commit, commit, true}, {commit, "1a2b3c4", true}, {commit, "1a2b3c", false}, {commit, "1a2b3c5", false},
+		{digest, digest, true}, {digest, "sha256:3f1c2a9", true}, {digest, "sha256:3f1c2a", false}, {digest, "sha256:", false},
+		{digest, "3f1c2a9", false},
+	} {
+		if got := sameCommit(c.full, c.given); got != c.want {
+			t.Errorf("sameCommit(%s, %s) = %v, want %v", revision.Short(c.full), c.given, got, c.want)
+		}
 	}
 }

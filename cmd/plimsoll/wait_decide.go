@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Exit codes of plimsoll wait (docs/ui.md): a failed rollout or commit
@@ -124,16 +126,14 @@ func replaced(sync, awaited string, a ancestry) error {
 }
 
 // sameCommit reports whether full names commit, given in full or as a
-// prefix of at least 7 characters.
+// prefix at least as long as full's short form (see revision.Short): 7
+// hex digits of a commit, the algorithm and 7 of a digest.
 func sameCommit(full, commit string) bool {
-	return len(commit) >= shortCommit && len(full) >= len(commit) && full[:len(commit)] == commit
+	return len(commit) >= len(revision.Short(full)) && len(full) >= len(commit) && full[:len(commit)] == commit
 }
 
 // Lengths of a commit's name.
 const (
-	// shortCommit is the shortest prefix of a commit that --commit takes:
-	// the length of the short commits in messages and Events.
-	shortCommit = 7
 	// sha1Hex and sha256Hex are a commit's full name in a SHA-1 and a
 	// SHA-256 repository: what --commit must be with --repo, whose
 	// clone is asked by full name.
