@@ -105,14 +105,19 @@ func (f *decryptFS) ReadFile(name string) ([]byte, error) {
 
 // open decrypts one file, or checks a plain one against Required.
 func (f *decryptFS) open(name string, data []byte) ([]byte, error) {
+	switch path.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		// SOPS parses the whole file, aliases and all: the limits of any
+		// manifest come first. A file over them is handed on as it is, for
+		// its reader, which holds it to the same limits, to refuse.
+		if bytes.Contains(data, []byte(metadataKey)) {
+			if _, err := manifest.ParseDocuments(name, data, f.cfg.Limits); err != nil {
+				return data, nil
+			}
+		}
+	}
 	if !Encrypted(name, data) {
 		return data, f.checkPlain(name, data)
-	}
-	if path.Ext(name) == ".yaml" || path.Ext(name) == ".yml" || path.Ext(name) == ".json" {
-		// SOPS parses the whole file: the limits come first.
-		if _, err := manifest.ParseDocuments(name, data, f.cfg.Limits); err != nil {
-			return nil, err
-		}
 	}
 	keys, err := f.loadKeys()
 	if err != nil {

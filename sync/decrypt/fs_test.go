@@ -202,3 +202,22 @@ func TestValuesAreTheEncryptedOnes(t *testing.T) {
 		t.Error("Values of another file system is not nil")
 	}
 }
+
+func TestFSLimitsBeforeSOPS(t *testing.T) {
+	// An alias bomb carrying SOPS's metadata reaches the renderer's
+	// limits, not SOPS's parser.
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := 'b'; i <= 'k'; i++ {
+		prev := string(i - 1)
+		bomb += string(i) + ": &" + string(i) + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
+	}
+	bomb += "sops: {mac: x, version: 3.13.3}\n"
+	reads := 0
+	_, err := render(t, withKeys(ageSecret(newAge(t)), false, &reads), fstest.MapFS{"deploy/bomb.yaml": {Data: []byte(bomb)}})
+	if err == nil || !strings.Contains(err.Error(), "deploy/bomb.yaml") || strings.Contains(err.Error(), "SOPS") {
+		t.Errorf("error %v, want the renderer's refusal of deploy/bomb.yaml", err)
+	}
+	if reads != 0 {
+		t.Errorf("the decryption Secret was read %d times for a file over the limits", reads)
+	}
+}
