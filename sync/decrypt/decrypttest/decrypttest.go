@@ -190,3 +190,7 @@ func Tamper(sealed []byte) []byte {
 	}
 	return []byte(s[:i] + string(c) + s[i+1:])
 }
+
+// AgeIdentity is an age identity, for the options of callers that do not
+// import age.
+type AgeIdentity = age.X25519Identity
