@@ -134,22 +134,24 @@ func TestSemverAndDigest(t *testing.T) {
 	}
 }
 
+// refused fails the test unless err is the signature check's refusal of
+// digest for reason.
+func refused(t *testing.T, err error, digest, reason string) {
+	t.Helper()
+	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), digest) || !strings.Contains(err.Error(), reason) {
+		t.Fatalf("error %v; want the refusal of %s: %s", err, digest, reason)
+	}
+}
+
 func TestSignatures(t *testing.T) {
 	reg := artifacttest.NewRegistry(t)
-	key, pub := artifacttest.NewKey(t)
-	other, _ := artifacttest.NewKey(t)
-	keys, err := artifact.ReadKeys(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, other, keys := artifacttest.NewKeys(t)
 	layer := helmtest.Archive(t, helmtest.Entry{Name: "a.yaml", Body: deployYAML})
 	s := newSource(t, reg, "app", keys)
 
 	unsigned := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, layer, nil)
-	_, _, err = poll(t, s)
-	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), unsigned) || !strings.Contains(err.Error(), "carries no cosign signature") {
-		t.Fatalf("unsigned: %v; want a refusal naming %s", err, unsigned)
-	}
+	_, _, err := poll(t, s)
+	refused(t, err, unsigned, "carries no cosign signature")
 	// Signed later: the next poll sees the signature, without the layer again.
 	before := reg.BlobGets()
 	reg.Sign(t, "app", unsigned, key)
@@ -163,17 +165,13 @@ func TestSignatures(t *testing.T) {
 	byOther := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "b.yaml", Body: deployYAML}), nil)
 	reg.Sign(t, "app", byOther, other)
 	_, _, err = poll(t, s)
-	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), byOther) || !strings.Contains(err.Error(), "signed by a key the sync does not trust") {
-		t.Fatalf("signed by another key: %v", err)
-	}
+	refused(t, err, byOther, "signed by a key the sync does not trust")
 
 	// A trusted key's signature of another artifact, copied over.
 	copied := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "c.yaml", Body: deployYAML}), nil)
 	reg.SignPayload(t, "app", copied, key, artifacttest.Payload(reg.Host+"/app", unsigned))
 	_, _, err = poll(t, s)
-	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), "signed another artifact, "+unsigned) {
-		t.Fatalf("a signature of another artifact: %v", err)
-	}
+	refused(t, err, copied, "signed another artifact, "+unsigned)
 }
 
 func TestRefusedArtifacts(t *testing.T) {
@@ -244,12 +242,7 @@ func TestReadKeys(t *testing.T) {
 // to the artifact, count as its classic ones do.
 func TestBundleSignatures(t *testing.T) {
 	reg := artifacttest.NewRegistry(t)
-	key, pub := artifacttest.NewKey(t)
-	other, _ := artifacttest.NewKey(t)
-	keys, err := artifact.ReadKeys(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, other, keys := artifacttest.NewKeys(t)
 	s := newSource(t, reg, "app", keys)
 	signed := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "a.yaml", Body: deployYAML}), nil)
 	reg.SignBundle(t, "app", signed, key)
@@ -258,10 +251,8 @@ func TestBundleSignatures(t *testing.T) {
 	}
 	byOther := reg.Push(t, "app", "latest", artifacttest.MediaTypeFluxContent, helmtest.Archive(t, helmtest.Entry{Name: "b.yaml", Body: deployYAML}), nil)
 	reg.SignBundle(t, "app", byOther, other)
-	_, _, err = poll(t, s)
-	if !errors.Is(err, source.ErrUnverified) || !strings.Contains(err.Error(), byOther) || !strings.Contains(err.Error(), "signed by a key the sync does not trust") {
-		t.Fatalf("a bundle by another key: %v", err)
-	}
+	_, _, err := poll(t, s)
+	refused(t, err, byOther, "signed by a key the sync does not trust")
 	// Another key's bundle beside a trusted key's classic signature: the
 	// classic one holds.
 	reg.Sign(t, "app", byOther, key)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/artifact/artifacttest"
 	"plimsoll.dev/plimsoll/sync/helm/helmtest"
 )
@@ -15,12 +14,7 @@ import (
 // signed by another key, it fails naming the chart, its digest and why.
 func TestVerifyOCICharts(t *testing.T) {
 	reg := artifacttest.NewRegistry(t)
-	key, pub := artifacttest.NewKey(t)
-	other, _ := artifacttest.NewKey(t)
-	keys, err := artifact.ReadKeys(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, other, keys := artifacttest.NewKeys(t)
 	release := func(version string) map[string]string {
 		return map[string]string{"web.yaml": fmt.Sprintf("apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec:\n  repo: oci://%s/charts\n  chart: web\n  version: %s\n  plainHTTP: true\n", reg.Host, version)}
 	}
@@ -31,7 +25,7 @@ func TestVerifyOCICharts(t *testing.T) {
 		})
 	}
 	unsigned := reg.PushChart(t, "charts/web", "1.0.0", versioned("1.0.0"))
-	_, err = renderTree(t, repoFS(release("1.0.0"), "x", nil), Config{VerifyKeys: keys})
+	_, err := renderTree(t, repoFS(release("1.0.0"), "x", nil), Config{VerifyKeys: keys})
 	mustFail(t, err, "chart "+reg.Host+"/charts/web:1.0.0 refused", unsigned, "carries no cosign signature")
 	if me := asManifestError(t, err); !strings.Contains(me.Error(), "is not signed by a trusted key") {
 		t.Errorf("error %v: want a bad-input error with the signature check's reason", me)

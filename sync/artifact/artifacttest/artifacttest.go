@@ -29,6 +29,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"plimsoll.dev/plimsoll/sync/artifact"
 )
 
 // Media types of what is pushed.
@@ -241,4 +243,17 @@ func (r *Registry) SignBundle(t testing.TB, repo, digest string, key *ecdsa.Priv
 		Subject: &subject, Layers: []ocispec.Descriptor{layer}}); err != nil {
 		t.Fatalf("push the bundle's referrer: %v", err)
 	}
+}
+
+// NewKeys generates a trusted key and another, and returns them with the
+// Keys a sync trusting the first reads from its cosign.pub.
+func NewKeys(t testing.TB) (trusted, other *ecdsa.PrivateKey, keys *artifact.Keys) {
+	t.Helper()
+	trusted, pub := NewKey(t)
+	other, _ = NewKey(t)
+	keys, err := artifact.ReadKeys(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trusted, other, keys
 }
