@@ -320,7 +320,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
-	if err := c.retireBefore(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), replicas, primary, contract.SuffixCanary); err != nil {
+	if err := c.retire(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), false, replicas, primary, contract.SuffixCanary); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {

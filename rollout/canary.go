@@ -258,7 +258,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
-	if err := c.retireBefore(ctx, cy.w, contract.StrategyCanary, c.steered.newest(cy.service), replicas, cy.stable, colorSuffixes...); err != nil {
+	if err := c.retire(ctx, cy.w, contract.StrategyCanary, c.steered.newest(cy.service), false, replicas, cy.stable, colorSuffixes...); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {

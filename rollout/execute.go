@@ -68,8 +68,7 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 		case strategies.ActionUnlabel:
 			err = c.labelPod(ctx, x.w.ns, a.Pod, nil)
 		case strategies.ActionSelect:
-			err = c.steer(ctx, x.w, x.services[a.Service], selectorChange{set: map[string]string{a.Key: a.Value}, drop: a.Drop, keep: a.Keep,
-				repair: x.repairs[a.Service]})
+			err = c.executeSelect(ctx, x, a)
 		case strategies.ActionClearCommand:
 			err = c.clearActedCommand(ctx, x)
 		case strategies.ActionHoldOut:
@@ -223,4 +222,17 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 		x.written = nil
 	}
 	return nil
+}
+
+// executeSelect writes the selector of the Service of action a: one of
+// the strategy's by role, or one named (see strategies.Action).
+func (c *Controller) executeSelect(ctx context.Context, x *execution, a strategies.Action) error {
+	svc, ch := x.services[a.Service], selectorChange{drop: a.Drop, keep: a.Keep, repair: x.repairs[a.Service]}
+	if a.ServiceName != "" {
+		svc, ch.repair = x.w.services[a.ServiceName], false
+	}
+	if a.Key != "" {
+		ch.set = map[string]string{a.Key: a.Value}
+	}
+	return c.steer(ctx, x.w, svc, ch)
 }

@@ -101,7 +101,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	if live != nil && !isPrimary(live) {
 		// The workload was blue-green or canary: <name> becomes the
 		// primary, and what the previous strategy left goes once it is
-		// Healthy (see retireProgressive).
+		// Healthy (see retire).
 		var err error
 		if keep, err = c.retireFromRolling(ctx, live, git); err != nil {
 			return err
@@ -258,13 +258,13 @@ func (c *Controller) requeueRolling(w *workload, plan strategies.RollingPlan) {
 }
 
 // retireWhenHealthy retires what a previous strategy left once the rolling
-// Deployment live is its primary and Healthy (see retireProgressive).
+// Deployment live is its primary and Healthy (see retire).
 func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *appsv1.Deployment, status strategies.Status) error {
-	if status.Phase != strategies.PhaseHealthy || !isPrimary(live) {
+	if live == nil {
 		return nil
 	}
-	_, err := c.retireProgressive(ctx, w, live)
-	return err
+	healthy := status.Phase == strategies.PhaseHealthy && isPrimary(live)
+	return c.retire(ctx, w, contract.StrategyRolling, nil, healthy, specReplicas(live), live, sideSuffixes...)
 }
 
 // command acts on command cmd on rolling Deployment live, recorded its

@@ -128,65 +128,12 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 	return keep, nil
 }
 
-// retireProgressive retires what a progressive strategy left of workload
-// w once its rolling Deployment live is Healthy: the colors of blue-green,
-// the canary of canary, and their keys in the Services' selectors. It
-// reports whether anything was left to retire.
-func (c *Controller) retireProgressive(ctx context.Context, w *workload, live *appsv1.Deployment) (bool, error) {
-	var left []*appsv1.Deployment
-	for _, suffix := range sideSuffixes {
-		if d := w.deployment(suffix); d != nil {
-			left = append(left, d)
-		}
-	}
-	if len(left) == 0 {
-		return false, nil
-	}
-	from := previousStrategy(w, contract.StrategyRolling)
-	// 1. Widen the Services: they select <name>'s pods from now on.
-	for _, d := range left {
-		for _, ref := range []struct{ annotation, key string }{
-			{contract.AnnotationActiveService, contract.LabelColor},
-			{contract.AnnotationPreviewService, contract.LabelColor},
-			{contract.AnnotationService, contract.LabelServing},
-		} {
-			if err := c.steer(ctx, w, w.services[d.Annotations[ref.annotation]], selectorChange{drop: []string{ref.key}}); err != nil {
-				return true, err
-			}
-		}
-	}
-	// 2. Take the canary pods out of traffic, then delete the Deployments
-	// whose pods the endpoints no longer need.
-	if w.deployment(contract.SuffixCanary) != nil {
-		if err := c.unlabelCanaryPods(ctx, w); err != nil {
-			return true, err
-		}
-	}
-	done, err := c.retireDeployments(ctx, w, specReplicas(live), left...)
-	if done && err == nil {
-		c.eventSwitched(ctx, live, from, contract.StrategyRolling, left)
-	}
-	return true, err
-}
-
-// retireDeployments deletes the Deployments deploys of workload w that
-// the strategy it switched to no longer runs, each once the Service it
-// carried traffic for (the annotation plimsoll.dev/active-service or
-// plimsoll.dev/service names it) no longer needs its pods (see
-// strategies.Unneeded). It reports whether every one of deploys is gone;
-// the others are looked at again when the endpoints change (their events
-// queue the workload).
-func (c *Controller) retireDeployments(ctx context.Context, w *workload, keep int32, deploys ...*appsv1.Deployment) (bool, error) {
-	return c.deleteDeployments(ctx, w.ns, w.name, "of the previous strategy", func(d *appsv1.Deployment) bool { return c.unneeded(w, d, keep) }, deploys)
-}
-
 // deleteDeployments deletes the Deployments deploys of workload ns/name
 // for which gone holds (nil: all of them), each on the condition that it
 // is still the object read (its UID), and forgets them; why says which
 // they are, in errors and logs. It reports whether every one is deleted.
-// It is the one way a workload's Deployment is deleted: by a switch of
-// strategy (retireDeployments) or by the workload leaving Git
-// (removeWorkload).
+// It deletes the Deployments of a workload leaving Git (removeWorkload);
+// a switch of strategy deletes them as planned actions (see retire).
 func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string, gone func(*appsv1.Deployment) bool, deploys []*appsv1.Deployment) (bool, error) {
 	done := true
 	for _, d := range deploys {
@@ -205,17 +152,6 @@ func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string
 	return done, nil
 }
 
-// unneeded reports whether the pods of Deployment d of workload w may go
-// (see strategies.Unneeded), by the ready endpoints of the Service d
-// carried traffic for.
-func (c *Controller) unneeded(w *workload, d *appsv1.Deployment, keep int32) bool {
-	svc := d.Annotations[contract.AnnotationActiveService]
-	if svc == "" {
-		svc = d.Annotations[contract.AnnotationService]
-	}
-	return strategies.Unneeded(w.ready[svc], d.Name, keep)
-}
-
 // forgetDeployment drops what the controller remembers of Deployment
 // ns/name, deleted.
 func (c *Controller) forgetDeployment(ns, name string) {
@@ -225,55 +161,45 @@ func (c *Controller) forgetDeployment(ns, name string) {
 	c.hand.forget(ns, name)
 }
 
-// retireBefore retires what the strategy before target left of workload
-// w once the Service svc carries target's traffic (its selector has
-// target's key and none of the other strategy's): the Deployments of
-// suffixes, deleted once the endpoints no longer need their pods (see
-// retireDeployments), and the old strategy's key in the other Services
-// its Deployments steered (a preview Service, or one the old strategy
-// named and the new one does not), so that none of them is left selecting
-// pods that are gone. keep is the workload's count; primary, its primary
-// Deployment, gets the Event that says the switch is done.
-func (c *Controller) retireBefore(ctx context.Context, w *workload, target string, svc *corev1.Service, keep int32, primary *appsv1.Deployment, suffixes ...string) error {
-	if svc == nil || !strategies.MovedOver(target, svc.Spec.Selector) {
-		return nil // the Service has not moved over yet
+// retire retires what the strategy before target left of workload w,
+// its Deployments of suffixes, as strategies.PlanRetirement plans it:
+// carrier is the Service that carries target's traffic (nil for
+// rolling), healthy whether a rolling workload's primary is Healthy, and
+// keep the workload's count. It is the one place a switch of strategy
+// retires anything; primary, the workload's primary Deployment, gets the
+// Event that says the switch is done.
+func (c *Controller) retire(ctx context.Context, w *workload, target string, carrier *corev1.Service, healthy bool, keep int32,
+	primary *appsv1.Deployment, suffixes ...string) error {
+	r := strategies.Retiring{Workload: w.name, Target: target, Healthy: healthy, Keep: keep,
+		Selectors: map[string]map[string]string{}, Ready: w.ready}
+	if carrier != nil {
+		r.Carrier, r.CarrierSelector = carrier.Name, carrier.Spec.Selector
 	}
-	_, old := strategies.TrafficKeys(target)
-	var left []*appsv1.Deployment
 	for _, suffix := range suffixes {
 		if d := w.deployment(suffix); d != nil {
-			left = append(left, d)
-		}
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	from := previousStrategy(w, target)
-	for _, d := range left {
-		for _, ann := range serviceKeys {
-			if other := w.services[d.Annotations[ann]]; other != nil && other.Name != svc.Name {
-				if err := c.steer(ctx, w, other, selectorChange{drop: []string{old}}); err != nil {
-					return err
+			r.Left = append(r.Left, d)
+			for _, key := range serviceKeys {
+				if svc := w.services[d.Annotations[key]]; svc != nil {
+					r.Selectors[svc.Name] = svc.Spec.Selector
 				}
 			}
 		}
 	}
-	done, err := c.retireDeployments(ctx, w, keep, left...)
-	if done && err == nil {
-		c.eventSwitched(ctx, primary, from, target, left)
-	}
-	return err
-}
-
-// unlabelCanaryPods removes the serving label from every canary pod of
-// workload w.
-func (c *Controller) unlabelCanaryPods(ctx context.Context, w *workload) error {
 	for _, p := range w.canaryPods() {
 		if p.Labels[contract.LabelServing] != "" {
-			if err := c.labelPod(ctx, w.ns, p.Name, nil); err != nil {
-				return err
-			}
+			r.Serving = append(r.Serving, p.Name)
 		}
+	}
+	actions, done := strategies.PlanRetirement(r)
+	if len(actions) == 0 {
+		return nil
+	}
+	from := previousStrategy(w, target)
+	if err := c.execute(ctx, &execution{w: w}, actions); err != nil {
+		return err
+	}
+	if done {
+		c.eventSwitched(ctx, primary, from, target, r.Left)
 	}
 	return nil
 }

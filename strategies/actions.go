@@ -103,10 +103,14 @@ type Action struct {
 	Orphan bool
 	// Pod names the pod of an ActionLabel or ActionUnlabel.
 	Pod string
-	// Service, Key and Value are the selector entry of an ActionSelect;
-	// Key and Value the label of an ActionHoldOut or ActionRestore.
-	Service    ServiceRole
-	Key, Value string
+	// Service, Key and Value are the selector entry of an ActionSelect
+	// (none for one that only drops keys); Key and Value the label of an
+	// ActionHoldOut or ActionRestore. ServiceName, when set, names the
+	// Service of an ActionSelect in place of Service: one a previous
+	// strategy steered (see PlanRetirement).
+	Service     ServiceRole
+	ServiceName string
+	Key, Value  string
 	// Drop are the selector keys an ActionSelect removes in the same
 	// write: those of the strategy the workload no longer uses, so that
 	// no moment has both (a selector of color and serving selects no pod).
