@@ -41,7 +41,7 @@ func TestPlanRetirement(t *testing.T) {
 		done bool
 	}{
 		{name: "to rolling, not Healthy yet: nothing",
-			r:    Retiring{Target: contract.StrategyRolling, Left: []*appsv1.Deployment{blue, green}, Selectors: colorSelectors, Ready: ready, Keep: 4}},
+			r: Retiring{Target: contract.StrategyRolling, Left: []*appsv1.Deployment{blue, green}, Selectors: colorSelectors, Ready: ready, Keep: 4}},
 		{name: "to rolling, Healthy: both Services lose the color, then the colors go",
 			r: Retiring{Target: contract.StrategyRolling, Healthy: true, Left: []*appsv1.Deployment{blue, green}, Selectors: colorSelectors,
 				Ready: ready, Keep: 4},
