@@ -72,7 +72,7 @@ test-unit: ## unit tests
 # crasher. 30000 executions are 5-15 s per target on 2 cores.
 FUZZ_TARGETS := ./sync/manifest:FuzzRender ./strategies:FuzzParseSteps ./rollout:FuzzWorkloadAnnotations \
 	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic ./sync/source:FuzzApplyDelta \
-	./analysis:FuzzParse ./sync/helm:FuzzParseRelease ./sync/decrypt:FuzzReadFile
+	./analysis:FuzzParse ./sync/helm:FuzzParseRelease ./sync/decrypt:FuzzReadFile ./sync/artifact:FuzzUnpack
 FUZZTIME ?= 30000x
 
 .PHONY: fuzz
