@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	// The registry keeps what it is given in memory.
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
 
@@ -58,6 +60,10 @@ func NewRegistry(t testing.TB) *Registry {
 	cfg.Log.Level = "error"
 	cfg.Log.AccessLog.Disabled = true
 	cfg.HTTP.Secret = "artifacttest"
+	// The registry logs every request through logrus' standard logger,
+	// which its configuration does not reach: silence it, so that a test's
+	// output is the test's.
+	logrus.SetOutput(io.Discard)
 	app := handlers.NewApp(context.Background(), cfg)
 	r := &Registry{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
