@@ -87,18 +87,24 @@ func (bg *blueGreen) scalerAstray() bool {
 	return target != "" && target != bg.name+active.Suffix()
 }
 
-// activeAstray reports whether bg's active Service selects no color
-// while a color serves (by its role): its color key was removed by hand,
-// and selecting the serving color again is a repair.
-func (bg *blueGreen) activeAstray() bool {
-	return bg.live() == "" && servingColor(bg.w) != nil
+// colorOf is the color of Deployment d, one of bg's colors by its name;
+// "" for none.
+func (bg *blueGreen) colorOf(d *appsv1.Deployment) strategies.Color {
+	for _, c := range []strategies.Color{strategies.ColorBlue, strategies.ColorGreen} {
+		if d != nil && d.Name == bg.name+c.Suffix() {
+			return c
+		}
+	}
+	return ""
 }
 
-// previewAstray reports whether bg's preview Service selects no color
-// while the workload has one: every plan names the color it previews, so
-// the key was removed by hand.
-func (bg *blueGreen) previewAstray() bool {
-	return bg.preview != nil && bg.preview.Spec.Selector[contract.LabelColor] == "" && (bg.blue != nil || bg.green != nil)
+// previewColor is the color bg's preview Service selects, "" for none or
+// no preview Service.
+func (bg *blueGreen) previewColor() strategies.Color {
+	if bg.preview == nil {
+		return ""
+	}
+	return strategies.Color(bg.preview.Spec.Selector[contract.LabelColor])
 }
 
 // readBlueGreen takes the Deployments and Services of a blue-green
@@ -295,7 +301,8 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	before := state.Run
 	autoscaler, scaled := bg.w.autoscaler(name, name+contract.SuffixBlue, name+contract.SuffixGreen)
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
-		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active,
+		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active, Serving: bg.colorOf(servingColor(bg.w)),
+		Preview: bg.preview != nil, PreviewColor: bg.previewColor(),
 		Pods: colorPods(bg.w), ReplicaSets: bg.w.rsets, ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,
 		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
@@ -311,8 +318,6 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	x := &execution{w: bg.w, annotations: state.annotations(plan.Status), primary: primary, commandOn: on, command: cmd.Name,
 		services:   map[strategies.ServiceRole]*corev1.Service{strategies.ServiceActive: bg.active, strategies.ServicePreview: bg.preview},
 		autoscaler: autoscaler,
-		repairs: map[strategies.ServiceRole]bool{strategies.ServiceActive: bg.activeAstray(),
-			strategies.ServicePreview: bg.previewAstray()},
 		written: func() {
 			c.report(ctx, primary, contract.StrategyBlueGreen, recorded, plan.Status, out)
 			c.reportAnalysis(ctx, primary, before, plan.Run, j.taken, j.specs)

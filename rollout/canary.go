@@ -40,19 +40,6 @@ func readCanary(w *workload, annotations map[string]string) (*canary, []strategi
 	return cy, steps, err
 }
 
-// selectorAstray reports whether cy's Service no longer selects the
-// serving pods though it did before (the workload, recorded so, is at
-// rest or past its first step): changed by hand, and selecting them
-// again is a repair. A blue-green workload handing over to the canary
-// still has its colors, and the Service its color key, until it retires
-// them.
-func (cy *canary) selectorAstray(recorded strategies.Status, step int) bool {
-	if cy.service == nil || cy.service.Spec.Selector[contract.LabelServing] == "true" || cy.w.hasAny(colorSuffixes) {
-		return false
-	}
-	return recorded.Phase == strategies.PhaseHealthy || step > 0
-}
-
 // reconcileCanary reconciles a canary workload: with an intent that its
 // Deployments do not hold yet, it takes that (takeCanary); then one step
 // of the plan, whose writes carry the intent too.
@@ -220,6 +207,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Stable: cy.stable, Canary: cy.canary,
 		ServiceSelectsServing: cy.service.Spec.Selector[contract.LabelServing] == "true",
 		ServiceReady:          cy.w.ready[cy.service.Name],
+		HasColors:             cy.w.hasAny(colorSuffixes),
 		Step:                  state.Step, StepSince: state.StepSince, Paused: state.Paused,
 		Promote: cmd.Promote, Abort: cmd.Abort, Now: c.clock.Now(),
 	}
@@ -246,9 +234,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 		Steps: steps, Autoscaled: autoscaled,
 	}, recorded, observed)
 	state.Step, state.StepSince, state.Run = plan.Step, plan.StepSince, plan.Run
-	repair := cy.selectorAstray(recorded, observed.Step)
 	x := &execution{w: cy.w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: cy.service},
-		repairs:     map[strategies.ServiceRole]bool{strategies.ServiceCanary: repair},
 		annotations: state.annotations(plan.Status), primary: cy.stable, commandOn: on, command: cmd.Name,
 		written: func() {
 			c.report(ctx, cy.stable, contract.StrategyCanary, recorded, plan.Status, outcome{cmd: cmd, acted: plan.Acted,

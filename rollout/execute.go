@@ -22,9 +22,6 @@ type execution struct {
 	// services are the Services the strategy steers, by role; a role
 	// without one (no preview Service) skips its actions.
 	services map[strategies.ServiceRole]*corev1.Service
-	// repairs are the roles whose Service's selector was changed outside
-	// the controller: putting it back is reported as a repair.
-	repairs map[strategies.ServiceRole]bool
 	// annotations are the status and step state every write with Status
 	// records.
 	annotations map[string]string
@@ -227,9 +224,9 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 // executeSelect writes the selector of the Service of action a: one of
 // the strategy's by role, or one named (see strategies.Action).
 func (c *Controller) executeSelect(ctx context.Context, x *execution, a strategies.Action) error {
-	svc, ch := x.services[a.Service], selectorChange{drop: a.Drop, keep: a.Keep, repair: x.repairs[a.Service]}
+	svc, ch := x.services[a.Service], selectorChange{drop: a.Drop, keep: a.Keep, repair: a.Repair}
 	if a.ServiceName != "" {
-		svc, ch.repair = x.w.services[a.ServiceName], false
+		svc = x.w.services[a.ServiceName]
 	}
 	if a.Key != "" {
 		ch.set = map[string]string{a.Key: a.Value}

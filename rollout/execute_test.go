@@ -78,8 +78,8 @@ func newExecution(t *testing.T) (*cluster, *execution) {
 	k.client.ClearActions()
 	primary := w.deployment("")
 	return k, &execution{w: w, services: map[strategies.ServiceRole]*corev1.Service{strategies.ServiceCanary: w.services["api"]},
-		repairs: map[strategies.ServiceRole]bool{}, annotations: map[string]string{contract.AnnotationPhase: contract.PhaseProgressing},
-		primary: primary, commandOn: primary, command: "promote", autoscaler: hpa}
+		annotations: map[string]string{contract.AnnotationPhase: contract.PhaseProgressing}, primary: primary, commandOn: primary,
+		command: "promote", autoscaler: hpa}
 }
 
 // calls lists the writes the fake API server received since the last

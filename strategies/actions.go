@@ -117,6 +117,9 @@ type Action struct {
 	Drop []string
 	// Apply is the write of an ActionApply.
 	Apply *RollingWrite
+	// Repair says the selector of an ActionSelect was changed outside the
+	// controller: writing it again is a repair, which is reported.
+	Repair bool
 	// Keep is the fewest ready endpoints the Service of an ActionSelect
 	// must have under its new selector (see GuardSelector): the
 	// workload's count for the Service that carries its traffic, 0 for a

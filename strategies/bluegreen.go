@@ -30,8 +30,13 @@ type BlueGreenObserved struct {
 	// active Service (whose selector has no color yet) sends traffic to it.
 	Legacy *appsv1.Deployment
 	// Active is the color in the active Service's selector; "" when the
-	// selector has no color yet.
-	Active Color
+	// selector has no color yet. Serving is the color whose role is
+	// active (see workload.ActiveColor), "" for none.
+	Active, Serving Color
+	// Preview: the workload has a preview Service; PreviewColor is the
+	// color its selector holds, "" for none.
+	Preview      bool
+	PreviewColor Color
 	// ScaleDownAt is when the color that lost traffic scales to zero;
 	// zero when no scale-down is pending.
 	ScaleDownAt time.Time
@@ -151,6 +156,7 @@ func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 	}
 	keepWhileLagging(&plan.Status, recorded, o.Blue, o.Green, o.Legacy)
 	actions, waiting := sequenceBlueGreen(plan, o, replicasOf(desired.Desired))
+	markBlueGreenRepairs(actions, o)
 	plan.Actions = actions
 	if waiting {
 		plan.RequeueAfter = sooner(plan.RequeueAfter, waitForEndpoints)

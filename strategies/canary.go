@@ -37,6 +37,10 @@ type CanaryObserved struct {
 	// ServiceSelectsServing is true when the Service's selector has
 	// plimsoll.dev/serving="true".
 	ServiceSelectsServing bool
+	// HasColors: the workload still has blue-green colors (it switched
+	// from blue-green, and retires them once the Service selects serving
+	// pods).
+	HasColors bool
 	// ServiceReady are the pods the Service's EndpointSlices list as
 	// ready.
 	ServiceReady []string
@@ -198,6 +202,9 @@ func PlanCanary(desired CanaryDesired, recorded Status, o CanaryObserved) Canary
 		keepWhileLagging(&plan.Status, recorded, o.Stable, o.Canary)
 	}
 	plan.Actions = sequenceCanary(plan, o, replicasOf(desired.Desired))
+	if selectorAstray(recorded, o) {
+		markRepair(plan.Actions, ServiceCanary)
+	}
 	return plan
 }
 
