@@ -278,8 +278,8 @@ func TestImageRunsNonrootOnReadOnlyRoot(t *testing.T) {
 	}
 
 	out, err = runReadOnly(t, rootfs, cfg.Env, slices.Concat(cfg.Entrypoint, cfg.Cmd)...)
-	if err == nil || !strings.Contains(out, "--repo is required") {
-		t.Errorf("the image's own command with no flags: %v\n%s\nwant the daemon refusing to start without --repo", err, out)
+	if err == nil || !strings.Contains(out, "--repo (a Git repository) or --oci-repository (an OCI artifact) is required") {
+		t.Errorf("the image's own command with no flags: %v\n%s\nwant the daemon refusing to start without a source", err, out)
 	}
 
 	out = buildah(t, "run", "--isolation", "chroot", ctr, "--", "/plimsoll", "version")
