@@ -79,8 +79,24 @@ func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error 
 			return err
 		}
 	}
-	_, err = c.deleteDeployments(ctx, ns, name, "of workload "+name+", which left Git", nil, left)
-	return err
+	return c.deleteDeployments(ctx, ns, name, left)
+}
+
+// deleteDeployments deletes the Deployments deploys of workload ns/name,
+// which left Git, each on the condition that it is still the object read
+// (its UID), and forgets them. A switch of strategy deletes Deployments as
+// planned actions instead (see retire).
+func (c *Controller) deleteDeployments(ctx context.Context, ns, name string, deploys []*appsv1.Deployment) error {
+	for _, d := range deploys {
+		err := c.writerOf(d).AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &d.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Deployment %s of workload %s, which left Git: %w", d.Name, name, err)
+		}
+		c.forgetDeployment(ns, d.Name)
+		c.log.Info("deleted a Deployment of workload "+name+", which left Git", "workload", ns+"/"+name, "deployment", d.Name)
+	}
+	return nil
 }
 
 // listWorkload returns the Deployments of workload ns/name (labelled

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -126,30 +125,6 @@ func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.De
 		keep[contract.LabelServing] = v
 	}
 	return keep, nil
-}
-
-// deleteDeployments deletes the Deployments deploys of workload ns/name
-// for which gone holds (nil: all of them), each on the condition that it
-// is still the object read (its UID), and forgets them; why says which
-// they are, in errors and logs. It reports whether every one is deleted.
-// It deletes the Deployments of a workload leaving Git (removeWorkload);
-// a switch of strategy deletes them as planned actions (see retire).
-func (c *Controller) deleteDeployments(ctx context.Context, ns, name, why string, gone func(*appsv1.Deployment) bool, deploys []*appsv1.Deployment) (bool, error) {
-	done := true
-	for _, d := range deploys {
-		if gone != nil && !gone(d) {
-			done = false
-			continue
-		}
-		err := c.writerOf(d).AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &d.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("delete Deployment %s %s: %w", d.Name, why, err)
-		}
-		c.forgetDeployment(ns, d.Name)
-		c.log.Info("deleted a Deployment "+why, "workload", ns+"/"+name, "deployment", d.Name)
-	}
-	return done, nil
 }
 
 // forgetDeployment drops what the controller remembers of Deployment

@@ -5,10 +5,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// changeCauseKey is the annotation `kubectl rollout history` lists a
-// ReplicaSet's change by.
-const changeCauseKey = "kubernetes.io/change-cause"
-
 // RollingHeld is what the controller holds and observes of a rolling
 // workload's Deployment <name> beside what PlanRolling reads, for the one
 // write of Git's Deployment a rolling plan makes (see PlanRollingApply).
@@ -107,7 +103,7 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 	w := &RollingWrite{Always: live == nil, QuietStatus: h.Once}
 	keepCause := func() {
 		if live != nil {
-			w.ChangeCause = live.Annotations[changeCauseKey]
+			w.ChangeCause = live.Annotations[AnnotationChangeCause]
 		}
 	}
 	switch plan.Template {

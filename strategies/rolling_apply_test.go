@@ -22,7 +22,7 @@ func TestPlanRollingApply(t *testing.T) {
 	git := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Template: template("web:v2"),
 		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}}}
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web",
-		Annotations: map[string]string{changeCauseKey: "aaaaaaa v1"}}, Spec: appsv1.DeploymentSpec{Template: template("web:v1")}}
+		Annotations: map[string]string{AnnotationChangeCause: "aaaaaaa v1"}}, Spec: appsv1.DeploymentSpec{Template: template("web:v1")}}
 	undone := live.DeepCopy()
 	undone.Spec.Template.Annotations = map[string]string{contract.AnnotationTemplateHash: "h1"}
 	rollback := &Rollback{Template: template("web:v0")}
