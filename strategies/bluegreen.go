@@ -214,8 +214,16 @@ func planBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserve
 		}
 		return settled
 	}
+	return planBlueGreenOut(plan, desired, recorded, o, decision, target, analysed)
+}
 
-	// A revision is going out on the target color.
+// planBlueGreenOut plans a revision going out on the target color: both
+// colors at N, the target in the preview role, judged by its
+// pre-promotion analysis once it runs, and swapped into the active
+// Service when it is ready and promoted (by command or by autoPromote).
+func planBlueGreenOut(plan BlueGreenPlan, desired BlueGreenDesired, recorded Status, o BlueGreenObserved, decision RevisionDecision, target Color, analysed bool) BlueGreenPlan {
+	n, active := replicasOf(desired.Desired), o.Active
+	revision := describeRevision(decision.Revision, desired.Commit)
 	dt := o.Deployment(target)
 	plan.Replicas[target] = n
 	if active != "" {
