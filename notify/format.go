@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Format is how a receiver wants a notification: FormatWebhook or
@@ -60,7 +61,7 @@ func slackMessageOf(n Notification) slackMessage {
 		text += fmt.Sprintf(" revision %d", n.Revision)
 	}
 	text += fmt.Sprintf(" *%s*: %s", slackEscape(n.state()), slackEscape(n.Message))
-	if c := short(n.Commit); c != "" && !strings.Contains(n.Message, c) {
+	if c := revision.Short(n.Commit); c != "" && !strings.Contains(n.Message, c) {
 		text += fmt.Sprintf(" (commit %s)", c)
 	}
 	var fields []slackField
@@ -74,7 +75,7 @@ func slackMessageOf(n Notification) slackMessage {
 	add("Sync", n.Sync)
 	add("Strategy", n.Strategy)
 	add("Revision", strconv.FormatInt(n.Revision, 10))
-	add("Commit", short(n.Commit))
+	add("Commit", revision.Short(n.Commit))
 	add("Template hash", n.TemplateHash)
 	return slackMessage{Text: text, Attachments: []slackAttachment{{
 		Color: slackColor(n), Fallback: text, Fields: fields, Footer: "plimsoll", TS: n.Time.Unix(),

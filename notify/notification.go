@@ -12,8 +12,6 @@ package notify
 
 import (
 	"time"
-
-	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Kinds, phases, severities, formats and defaults of the notifications.
@@ -136,7 +134,3 @@ func (n Notification) state() string {
 	}
 	return n.Phase
 }
-
-// short shortens a commit hash or an artifact's digest for a human line
-// (see revision.Short).
-func short(hash string) string { return revision.Short(hash) }

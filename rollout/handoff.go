@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -160,7 +161,7 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 		select {
 		case err := <-ch:
 			if err != nil {
-				errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %.7s: %w", queued[i].Namespace, queued[i].Name, commit, err))
+				errs = append(errs, fmt.Errorf("roll out Deployment %s/%s of commit %s: %w", queued[i].Namespace, queued[i].Name, revision.Short(commit), err))
 			}
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the rollout controller: %w", ctx.Err())

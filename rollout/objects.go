@@ -119,12 +119,8 @@ func autoRollback(annotations map[string]string) bool {
 // changeCause is "<short commit> <subject>", what kubectl rollout history
 // shows for the revision.
 func changeCause(commit, subject string) string {
-	return strings.TrimSpace(short(commit) + " " + subject)
+	return strings.TrimSpace(revision.Short(commit) + " " + subject)
 }
-
-// short is a commit or an artifact's digest as people read it (see
-// revision.Short).
-func short(commit string) string { return revision.Short(commit) }
 
 func setLabel(m *metav1.ObjectMeta, k, v string) {
 	if m.Labels == nil {

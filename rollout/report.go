@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -34,7 +35,7 @@ func (c *Controller) report(ctx context.Context, obj *appsv1.Deployment, strateg
 	key := obj.Namespace + "/" + name
 	if status != recorded {
 		c.log.Info("workload status", "workload", key, "strategy", strategy, "revision", status.Revision,
-			"commit", short(status.Commit), "phase", string(status.Phase), "message", status.Message)
+			"commit", revision.Short(status.Commit), "phase", string(status.Phase), "message", status.Message)
 	}
 	c.metrics.observe(obj.Namespace, name, strategy, status, time.Now())
 	if out.cmd.Name != "" {

@@ -15,6 +15,7 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/strategies"
 )
 
@@ -129,7 +130,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 			c.eventSwitching(ctx, out, from, contract.StrategyRolling, fmt.Sprintf("%s serves beside the previous strategy's Deployments until it is Healthy", out.Name))
 		}
 		c.log.Info("applied workload", "workload", w.ns+"/"+git.Name, "revision", plan.Status.Revision,
-			"commit", short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
+			"commit", revision.Short(in.commit), "template", plan.Template.String(), "phase", string(plan.Status.Phase))
 		if live != nil {
 			c.report(ctx, out, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
 			c.reportAnalysis(ctx, out, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)

@@ -194,15 +194,11 @@ func deadlineReason(live *appsv1.Deployment) string {
 	return "progress deadline exceeded"
 }
 
-// shortCommit is a commit id as git shows it, or an artifact's digest
-// kept with its algorithm (see revision.Short).
-func shortCommit(commit string) string { return revision.Short(commit) }
-
 // describeRevision names a revision and, when known, its commit:
 // "revision 4 (commit abc1234)".
-func describeRevision(revision int64, commit string) string {
+func describeRevision(n int64, commit string) string {
 	if commit == "" {
-		return fmt.Sprintf("revision %d", revision)
+		return fmt.Sprintf("revision %d", n)
 	}
-	return fmt.Sprintf("revision %d (commit %s)", revision, shortCommit(commit))
+	return fmt.Sprintf("revision %d (commit %s)", n, revision.Short(commit))
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -61,7 +62,7 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 	}
 	snap, err := s.cfg.Source.Snapshot(ctx, head)
 	if err != nil {
-		return "", nil, fmt.Errorf("read commit %s: %w", short(head), err)
+		return "", nil, fmt.Errorf("read commit %s: %w", revision.Short(head), err)
 	}
 	objs, _, secrets, err := s.render(ctx, snap, len(rec.Inventory))
 	if err != nil {

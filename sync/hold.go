@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/source"
 )
@@ -25,10 +26,10 @@ func (s *Syncer) hold(ctx context.Context, prev, fetched inventory.Status) (inve
 		fetched.State = contract.SyncSynced
 		return fetched, true, nil
 	}
-	msg := fmt.Sprintf("commit %s held until %s: %s", short(fetched.FetchedCommit), until.Format(time.RFC3339), reason)
+	msg := fmt.Sprintf("commit %s held until %s: %s", revision.Short(fetched.FetchedCommit), until.Format(time.RFC3339), reason)
 	if prev.State != contract.SyncHeld || prev.Message != msg {
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonHeld, msg)
-		s.cfg.Log.Info("sync held", "sync", s.cfg.Name, "commit", short(fetched.FetchedCommit), "until", until, "reason", reason)
+		s.cfg.Log.Info("sync held", "sync", s.cfg.Name, "commit", revision.Short(fetched.FetchedCommit), "until", until, "reason", reason)
 	}
 	fetched.State, fetched.Message = contract.SyncHeld, msg
 	return fetched, true, fmt.Errorf("%w: %s", ErrHeld, msg)
@@ -67,9 +68,9 @@ func judgeRewind(head, applied string, descends bool, unknown error, accept stri
 	if inventory.Accepts(accept, head) {
 		return rewindVerdict{accepted: true}
 	}
-	reason := fmt.Sprintf("it does not descend from the applied commit %s (the branch was rewound or force-pushed)", short(applied))
+	reason := fmt.Sprintf("it does not descend from the applied commit %s (the branch was rewound or force-pushed)", revision.Short(applied))
 	if unknown != nil {
-		reason = fmt.Sprintf("cannot tell whether it descends from the applied commit %s: %s", short(applied), oneLine(unknown))
+		reason = fmt.Sprintf("cannot tell whether it descends from the applied commit %s: %s", revision.Short(applied), oneLine(unknown))
 	}
 	if accept != "" {
 		reason += fmt.Sprintf("; %s names %s, not this commit", contract.AnnotationAcceptRewind, accept)
@@ -93,10 +94,10 @@ func (s *Syncer) holdRewind(ctx context.Context, rec *inventory.Record, fetched 
 		return inventory.Status{}, false, err
 	}
 	v := judgeRewind(head, applied, descends, err, rec.AcceptRewind)
-	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(head), "applied", short(applied))
+	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", revision.Short(head), "applied", revision.Short(applied))
 	switch {
 	case v.accepted:
-		msg := fmt.Sprintf("commit %s accepted as a rewind from %s by %s=%s", short(head), short(applied), contract.AnnotationAcceptRewind, rec.AcceptRewind)
+		msg := fmt.Sprintf("commit %s accepted as a rewind from %s by %s=%s", revision.Short(head), revision.Short(applied), contract.AnnotationAcceptRewind, rec.AcceptRewind)
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonRewindAccepted, msg)
 		log.Info("rewind accepted; applying it")
 		return inventory.Status{}, false, nil
@@ -105,7 +106,7 @@ func (s *Syncer) holdRewind(ctx context.Context, rec *inventory.Record, fetched 
 	}
 	ref := s.cfg.Store.Object()
 	msg := fmt.Sprintf("commit %s held: %s; to apply it, accept it: kubectl -n %s annotate --overwrite configmap %s %s=%s",
-		short(head), v.reason, ref.Namespace, ref.Name, contract.AnnotationAcceptRewind, head)
+		revision.Short(head), v.reason, ref.Namespace, ref.Name, contract.AnnotationAcceptRewind, head)
 	if prev.State != contract.SyncHeld || prev.Message != msg {
 		s.cfg.Events.Event(ctx, ref, corev1.EventTypeWarning, ReasonRewindHeld, msg)
 		log.Warn("rewind held until accepted", "reason", v.reason)

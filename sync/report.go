@@ -21,7 +21,7 @@ import (
 // synced reports an applied commit: logs, metrics, an Event when anything
 // happened, and the status to record.
 func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult, charts []*manifest.ChartOutput) inventory.Status {
-	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", short(commit.Hash))
+	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", revision.Short(commit.Hash))
 	// An object applied again that the server left as it was (its Git
 	// form holds a value the server does not store, such as a
 	// DaemonSet's minReadySeconds: 0, so it never looks in sync) is no
@@ -41,12 +41,12 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	if commit.Hash != prev.Commit || len(written) > 0 || len(pruned.Deleted) > 0 || prev.State != contract.SyncSynced {
 		summary := summarize(changes, pruned, len(plan.Items))
 		s.cfg.Events.Event(ctx, s.cfg.Store.Object(), corev1.EventTypeNormal, ReasonSynced,
-			fmt.Sprintf("applied %s %q: %s", short(commit.Hash), commit.Subject, joinNonEmpty(summary, waits)))
+			fmt.Sprintf("applied %s %q: %s", revision.Short(commit.Hash), commit.Subject, joinNonEmpty(summary, waits)))
 		log.Info("sync applied", "summary", summary)
 	}
 	done := fetched
 	done.State, done.Commit = contract.SyncSynced, commit.Hash
-	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", short(commit.Hash), commit.Subject, len(plan.Items)), chartSummary(charts), waits)
+	done.Message = joinNonEmpty(fmt.Sprintf("applied %s %q: %d objects", revision.Short(commit.Hash), commit.Subject, len(plan.Items)), chartSummary(charts), waits)
 	if waits != "" && done.Message != prev.Message {
 		// Logged when the waits change, not at every poll they last.
 		for _, w := range pruned.Waiting {
@@ -88,7 +88,7 @@ func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step s
 	s.cfg.Applier.ResetDiscovery()
 	st := prev
 	st.State = contract.SyncFailed
-	st.Message = fmt.Sprintf("%s %s not applied (%s failed; still running %s): %s", revision.Noun(head), short(head), step, shortOrNone(prev.Commit), oneLine(err))
+	st.Message = fmt.Sprintf("%s %s not applied (%s failed; still running %s): %s", revision.Noun(head), revision.Short(head), step, shortOrNone(prev.Commit), oneLine(err))
 	s.report(ctx, st, err)
 	return st
 }

@@ -411,15 +411,11 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	return s.synced(ctx, prev, fetched, snap.Commit, plan, changes, pruned, charts), outcomeSynced, nil
 }
 
-// short is a commit or an artifact's digest as people read it (see
-// revision.Short).
-func short(hash string) string { return revision.Short(hash) }
-
 func shortOrNone(hash string) string {
 	if hash == "" {
 		return "nothing yet"
 	}
-	return short(hash)
+	return revision.Short(hash)
 }
 
 // oneLine joins a (possibly joined) error into one line for annotations.

@@ -73,7 +73,7 @@ type link struct {
 // commitLink is commit, shortened, linked to its page on the forge of
 // repo when repo allows it.
 func commitLink(repo, commit string) link {
-	l := link{Text: shortCommit(commit)}
+	l := link{Text: revision.Short(commit)}
 	if commit == "" {
 		l.Text = "-"
 		return l
@@ -83,7 +83,3 @@ func commitLink(repo, commit string) link {
 	}
 	return l
 }
-
-// shortCommit is a commit id's first 7 characters, or an artifact's
-// digest kept with its algorithm (see revision.Short).
-func shortCommit(commit string) string { return revision.Short(commit) }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // assets are the view's templates, script and style sheet: served from the
@@ -28,7 +30,7 @@ func newPages() (*pages, error) {
 		"clock": func(t time.Time) string { return t.UTC().Format(timeLayout) },
 		"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"lower": strings.ToLower,
-		"short": shortCommit,
+		"short": revision.Short,
 		"join":  strings.Join,
 
 		printedFunc: redactValue,

@@ -188,7 +188,7 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if sw.failed != "" {
-			return false, fmt.Errorf("%s: sync %s did not apply commit %s: %s", key, sw.name, short(sw.commit), sw.failed)
+			return false, fmt.Errorf("%s: sync %s did not apply commit %s: %s", key, sw.name, revision.Short(sw.commit), sw.failed)
 		}
 		end, why := judge(wl, sw.commit, sw.templates[key], sw.appliedAt > 0, sw.appliedAt > 0 && w.looks > sw.appliedAt)
 		if end == "" {
@@ -248,7 +248,7 @@ func (w *waiter) syncOf(ctx context.Context, wl Workload) (*syncWatch, error) {
 		if sw.commit == "" {
 			return nil, fmt.Errorf("workload %s/%s belongs to no sync (no %s label): give the commit to wait for (--commit)", wl.Namespace, wl.Name, contract.LabelSync)
 		}
-		if sameCommit(wl.Commit, sw.commit) {
+		if revision.Names(wl.Commit, sw.commit) {
 			sw.appliedAt = w.looks
 		}
 		return sw, nil
@@ -267,7 +267,7 @@ func (w *waiter) syncOf(ctx context.Context, wl Workload) (*syncWatch, error) {
 	if applied {
 		sw.templates = rec.Templates
 	}
-	if !applied && sameCommit(wl.Commit, sw.commit) {
+	if !applied && revision.Names(wl.Commit, sw.commit) {
 		applied = true // a later commit came first; this one's revision shows it was taken
 	}
 	if !applied && note == "" {
@@ -332,7 +332,7 @@ func (w *waiter) appliedEarlier(ctx context.Context, sw *syncWatch) (bool, error
 		return false, fmt.Errorf("read the Events of sync %s: %w", sw.name, err)
 	}
 	return slices.ContainsFunc(list.Items, func(e corev1.Event) bool {
-		return strings.HasPrefix(e.Message, "applied "+short(sw.commit)+" ")
+		return strings.HasPrefix(e.Message, "applied "+revision.Short(sw.commit)+" ")
 	}), nil
 }
 
@@ -342,16 +342,16 @@ func (w *waiter) appliedEarlier(ctx context.Context, sw *syncWatch) (bool, error
 // or not fetched yet.
 func commitState(rec Sync, commit string) (applied bool, failed, note string) {
 	switch {
-	case rec.Commit != "" && sameCommit(rec.Commit, commit):
+	case rec.Commit != "" && revision.Names(rec.Commit, commit):
 		return true, "", ""
-	case !sameCommit(rec.FetchedCommit, commit):
+	case !revision.Names(rec.FetchedCommit, commit):
 		return false, "", ""
 	case rec.Status == contract.SyncFailed:
 		return false, rec.Message, ""
 	case rec.Status == contract.SyncHeld:
 		return false, "", rec.Message
 	}
-	return false, "", fmt.Sprintf("commit %s fetched, not applied yet", short(commit))
+	return false, "", fmt.Sprintf("commit %s fetched, not applied yet", revision.Short(commit))
 }
 
 // judge says whether workload wl has ended for a wait on commit, and how,
@@ -376,36 +376,22 @@ func commitState(rec Sync, commit string) (applied bool, failed, note string) {
 func judge(wl Workload, commit, want string, applied, settled bool) (End, string) {
 	switch {
 	case !applied:
-		return "", fmt.Sprintf("waiting for commit %s to be applied; now %s", short(commit), wl.Phase)
+		return "", fmt.Sprintf("waiting for commit %s to be applied; now %s", revision.Short(commit), wl.Phase)
 	case wl.Phase == contract.PhaseDegraded:
 		return EndFailed, wl.Message
 	case wl.FailedHash != "" && wl.FailedHash == wl.TemplateHash:
 		return EndFailed, fmt.Sprintf("the template of revision %d failed: %s", wl.Revision, wl.Message)
 	case wl.FailedHash != "" && wl.FailedHash == want:
-		return EndFailed, fmt.Sprintf("the template of commit %s (%s) failed before: not started again until Git changes it or a retry", short(commit), want)
+		return EndFailed, fmt.Sprintf("the template of commit %s (%s) failed before: not started again until Git changes it or a retry", revision.Short(commit), want)
 	case want != "" && wl.TemplateHash != want:
-		return "", fmt.Sprintf("commit %s applied; revision %d runs template %s, not its %s yet", short(commit), wl.Revision, wl.TemplateHash, want)
-	case want == "" && !sameCommit(wl.Commit, commit) && !settled:
-		return "", fmt.Sprintf("commit %s applied; revision %d is of commit %s", short(commit), wl.Revision, short(wl.Commit))
+		return "", fmt.Sprintf("commit %s applied; revision %d runs template %s, not its %s yet", revision.Short(commit), wl.Revision, wl.TemplateHash, want)
+	case want == "" && !revision.Names(wl.Commit, commit) && !settled:
+		return "", fmt.Sprintf("commit %s applied; revision %d is of commit %s", revision.Short(commit), wl.Revision, revision.Short(wl.Commit))
 	case wl.Phase != contract.PhaseHealthy:
 		return "", fmt.Sprintf("%s: %s", wl.Phase, wl.Message)
-	case sameCommit(wl.Commit, commit):
-		return EndHealthy, fmt.Sprintf("revision %d of commit %s: %s", wl.Revision, short(commit), wl.Message)
+	case revision.Names(wl.Commit, commit):
+		return EndHealthy, fmt.Sprintf("revision %d of commit %s: %s", wl.Revision, revision.Short(commit), wl.Message)
 	}
 	return EndHealthy, fmt.Sprintf("revision %d of commit %s, which commit %s left as it was: %s",
-		wl.Revision, short(wl.Commit), short(commit), wl.Message)
+		wl.Revision, revision.Short(wl.Commit), revision.Short(commit), wl.Message)
 }
-
-// sameCommit reports whether full names commit, given in full or as a
-// prefix at least as long as full's short form (see revision.Short): 7
-// hex digits of a commit, the algorithm and 7 of a digest.
-func sameCommit(full, commit string) bool {
-	if len(commit) < len(revision.Short(full)) || len(full) < len(commit) {
-		return false
-	}
-	return full[:len(commit)] == commit
-}
-
-// short is a commit id or an artifact's digest as the sync's messages
-// and Events show it (see revision.Short).
-func short(commit string) string { return revision.Short(commit) }

@@ -170,8 +170,8 @@ func TestSameCommit(t *testing.T) {
 		{digest, digest, true}, {digest, "sha256:3f1c2a9", true}, {digest, "sha256:3f1c2a", false}, {digest, "sha256:", false},
 		{digest, "3f1c2a9", false},
 	} {
-		if got := sameCommit(c.full, c.given); got != c.want {
-			t.Errorf("sameCommit(%s, %s) = %v, want %v", revision.Short(c.full), c.given, got, c.want)
+		if got := revision.Names(c.full, c.given); got != c.want {
+			t.Errorf("revision.Names(%s, %s) = %v, want %v", revision.Short(c.full), c.given, got, c.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // errDiffers makes `plimsoll diff` exit 1: the cluster differs from Git.
@@ -53,7 +54,7 @@ func newDiffCommand() *cobra.Command {
 				if len(diffs) == 1 {
 					objects = "object"
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d %s would change to match commit %s\n", len(diffs), objects, short(head))
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d %s would change to match commit %s\n", len(diffs), objects, revision.Short(head))
 				return exitCode(1, errDiffers)
 			}
 			return nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/inventory"
 )
 
@@ -45,7 +46,7 @@ the daemon applies the commit at once and removes the annotation.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "accepted commit %s for sync %s (%s=%s on configmap %s/%s%s)\n",
-				short(held), syncName, contract.AnnotationAcceptRewind, held, ns, contract.NamePrefix, syncName)
+				revision.Short(held), syncName, contract.AnnotationAcceptRewind, held, ns, contract.NamePrefix, syncName)
 			return nil
 		}),
 	}

@@ -150,7 +150,7 @@ func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamesp
 	}
 	fmt.Fprintln(tw, col("NAMESPACE")+"WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
 	for _, w := range r.Workloads {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", col(w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(short(w.Commit)), w.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", col(w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(revision.Short(w.Commit)), w.Message)
 		if r := w.Analysis; r != nil && r.Hash != "" {
 			for _, m := range r.Metrics {
 				fmt.Fprintf(tw, "%s\t\t\t\t\tanalysis %s %s: %s\n", col(""), r.Stage, strings.ToLower(string(r.Verdict)), measured(m))
@@ -163,7 +163,7 @@ func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamesp
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, col("NAMESPACE")+"SYNC\tSTATUS\tCOMMIT\tREPLICA\tMESSAGE")
 	for _, s := range r.Syncs {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", col(s.Namespace), s.Name, s.Status, orDash(short(s.Commit)), orDash(s.Owner), s.Message)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", col(s.Namespace), s.Name, s.Status, orDash(revision.Short(s.Commit)), orDash(s.Owner), s.Message)
 		if s.BlockedWriter != "" {
 			fmt.Fprintf(tw, "%s\t\t\t\tanother daemon writes nothing: %s\n", col(""), s.BlockedWriter)
 		}
@@ -196,10 +196,6 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-// short is a commit id or an artifact digest as people read it (see
-// revision.Short).
-func short(commit string) string { return revision.Short(commit) }
 
 // oneLine folds an error's text onto one line.
 func oneLine(err error) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/source"
 )
 
@@ -46,7 +47,7 @@ type ancestor interface {
 type noRepository struct{}
 
 func (noRepository) relate(_ context.Context, awaited, applied string) (ancestry, error) {
-	if sameCommit(applied, awaited) {
+	if revision.Names(applied, awaited) {
 		return ancestry{rel: relSame}, nil
 	}
 	return ancestry{rel: relUnknown}, nil
@@ -81,7 +82,7 @@ func newRepoAncestry(o *sourceOptions) (ancestor, error) {
 }
 
 func (a *repoAncestry) relate(ctx context.Context, awaited, applied string) (ancestry, error) {
-	if sameCommit(applied, awaited) {
+	if revision.Names(applied, awaited) {
 		return ancestry{rel: relSame}, nil
 	}
 	key := [2]string{awaited, applied}
@@ -95,7 +96,7 @@ func (a *repoAncestry) relate(ctx context.Context, awaited, applied string) (anc
 	if a.repo.Fetch(ctx, applied) == nil {
 		var err error
 		if contains, err = a.repo.Descends(ctx, applied, awaited); err != nil {
-			return ancestry{}, fmt.Errorf("tell whether commit %s contains %s: %w", short(applied), short(awaited), err)
+			return ancestry{}, fmt.Errorf("tell whether commit %s contains %s: %w", revision.Short(applied), revision.Short(awaited), err)
 		}
 	}
 	head := ""
@@ -116,14 +117,14 @@ func (a *repoAncestry) relate(ctx context.Context, awaited, applied string) (anc
 func (a *repoAncestry) headContains(ctx context.Context, commit string) (string, bool, error) {
 	head, err := a.repo.Head(ctx)
 	if err != nil {
-		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", short(commit), err)
+		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", revision.Short(commit), err)
 	}
 	if err := a.repo.Fetch(ctx, head); err != nil {
-		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", short(commit), err)
+		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", revision.Short(commit), err)
 	}
 	onBranch, err := a.repo.Descends(ctx, head, commit)
 	if err != nil {
-		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", short(commit), err)
+		return "", false, fmt.Errorf("find whether the branch still has commit %s: %w", revision.Short(commit), err)
 	}
 	return head, onBranch, nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // gitIn runs git in dir and returns its output, trimmed.
@@ -48,7 +50,7 @@ func TestRepoAncestry(t *testing.T) {
 		t.Helper()
 		got, err := anc.relate(ctx, x2, applied)
 		if err != nil || got != want {
-			t.Errorf("relate(x2, %s) = %+v, %v; want %+v", short(applied), got, err, want)
+			t.Errorf("relate(x2, %s) = %+v, %v; want %+v", revision.Short(applied), got, err, want)
 		}
 	}
 	check(x2, ancestry{rel: relSame})

@@ -66,7 +66,7 @@ type ancestry struct {
 //     relReplaced by the head z2.
 func relate(awaited, applied, head string, contains, onBranch bool) ancestry {
 	switch {
-	case sameCommit(applied, awaited):
+	case revision.Names(applied, awaited):
 		return ancestry{rel: relSame}
 	case contains:
 		return ancestry{rel: relContains, by: applied}
@@ -103,9 +103,9 @@ func missing(ns, name, awaited string, looks []recordLook) error {
 		}
 		switch l.ancestry.rel {
 		case relSame:
-			applied = append(applied, fmt.Sprintf("commit %s applied by sync %s", short(l.applied), l.sync))
+			applied = append(applied, fmt.Sprintf("commit %s applied by sync %s", revision.Short(l.applied), l.sync))
 		case relContains:
-			applied = append(applied, fmt.Sprintf("commit %s applied by sync %s (it contains %s)", short(l.applied), l.sync, short(l.awaited)))
+			applied = append(applied, fmt.Sprintf("commit %s applied by sync %s (it contains %s)", revision.Short(l.applied), l.sync, revision.Short(l.awaited)))
 		}
 	}
 	switch {
@@ -122,14 +122,7 @@ func missing(ns, name, awaited string, looks []recordLook) error {
 // it replaced.
 func replaced(sync, awaited string, a ancestry) error {
 	return fmt.Errorf("commit %s was replaced by %s, which does not contain it (the branch was force-pushed or rewound, or %s was never pushed to it): sync %s will not apply %s",
-		short(awaited), short(a.by), short(awaited), sync, short(awaited))
-}
-
-// sameCommit reports whether full names commit, given in full or as a
-// prefix at least as long as full's short form (see revision.Short): 7
-// hex digits of a commit, the algorithm and 7 of a digest.
-func sameCommit(full, commit string) bool {
-	return len(commit) >= len(revision.Short(full)) && len(full) >= len(commit) && full[:len(commit)] == commit
+		revision.Short(awaited), revision.Short(a.by), revision.Short(awaited), sync, revision.Short(awaited))
 }
 
 // Lengths of a commit's name.

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Commits of a branch a1 <- x2 <- y3, and z2 force-pushed on a1.
@@ -29,7 +31,7 @@ func TestRelate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := relate(x2, tc.applied, tc.head, tc.contains, tc.onBranch); got != tc.want {
-				t.Errorf("relate(x2, %s, head %s) = %+v, want %+v", short(tc.applied), short(tc.head), got, tc.want)
+				t.Errorf("relate(x2, %s, head %s) = %+v, want %+v", revision.Short(tc.applied), revision.Short(tc.head), got, tc.want)
 			}
 		})
 	}

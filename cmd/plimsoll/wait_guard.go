@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/manifest"
 	"plimsoll.dev/plimsoll/workload"
 )
@@ -146,7 +147,7 @@ func (g *guard) judgeSync(ctx context.Context, sg *syncGuard, rec workload.Sync)
 	}
 	a, err := g.anc.relate(ctx, sg.awaited, rec.Commit)
 	if err != nil {
-		g.note(sg, fmt.Sprintf("cannot tell whether commit %s contains %s yet: %v", short(rec.Commit), short(sg.awaited), oneLine(err)))
+		g.note(sg, fmt.Sprintf("cannot tell whether commit %s contains %s yet: %v", revision.Short(rec.Commit), revision.Short(sg.awaited), oneLine(err)))
 		return false, nil
 	}
 	switch a.rel {
@@ -155,16 +156,16 @@ func (g *guard) judgeSync(ctx context.Context, sg *syncGuard, rec workload.Sync)
 	case relReplaced:
 		return false, exitCode(exitWaitReplaced, replaced(sg.name, sg.awaited, a))
 	case relContains:
-		if sameCommit(rec.Commit, sg.target) {
+		if revision.Names(rec.Commit, sg.target) {
 			return false, nil
 		}
 		sg.target = rec.Commit
-		fmt.Fprintf(g.out, "commit %s was replaced by its descendant %s; waiting for %s\n", short(sg.awaited), short(a.by), short(a.by))
+		fmt.Fprintf(g.out, "commit %s was replaced by its descendant %s; waiting for %s\n", revision.Short(sg.awaited), revision.Short(a.by), revision.Short(a.by))
 		return true, nil
 	case relUnknown:
 		if sg.sawAwaited {
 			g.note(sg, fmt.Sprintf("commit %s was replaced by %s; whether %s contains it takes the repository (--repo)",
-				short(sg.awaited), short(rec.Commit), short(rec.Commit)))
+				revision.Short(sg.awaited), revision.Short(rec.Commit), revision.Short(rec.Commit)))
 		}
 	}
 	return false, nil
@@ -282,7 +283,7 @@ func (g *guard) replacement() string {
 	var lines []string
 	for _, name := range slices.Sorted(maps.Keys(g.syncs)) {
 		if sg := g.syncs[name]; sg.target != sg.awaited {
-			lines = append(lines, fmt.Sprintf("commit %s was replaced by its descendant %s; %s is Healthy", short(sg.awaited), short(sg.target), short(sg.target)))
+			lines = append(lines, fmt.Sprintf("commit %s was replaced by its descendant %s; %s is Healthy", revision.Short(sg.awaited), revision.Short(sg.target), revision.Short(sg.target)))
 		}
 	}
 	return strings.Join(lines, "\n")

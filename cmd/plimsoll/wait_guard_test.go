@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/workload"
 )
@@ -95,7 +96,7 @@ func TestGuardLook(t *testing.T) {
 				}
 			}
 			if follow != (tc.follow != "") || (follow && g.commit() != tc.follow) {
-				t.Errorf("look follows %v to %s, want %s", follow, short(g.commit()), short(tc.follow))
+				t.Errorf("look follows %v to %s, want %s", follow, revision.Short(g.commit()), revision.Short(tc.follow))
 			}
 			if follow && !strings.Contains(g.replacement(), "commit b2b2b2b was replaced by its descendant c3c3c3c; c3c3c3c is Healthy") {
 				t.Errorf("the last line is %q, want it to say that y3 replaced x2", g.replacement())

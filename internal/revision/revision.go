@@ -23,6 +23,14 @@ func Short(id string) string {
 	return algo + ":" + hex[:min(len(hex), ShortLen)]
 }
 
+// Names reports whether full, a whole commit or digest, is what id
+// names: id given in full or as a prefix at least as long as full's short
+// form (7 hex digits of a commit, the algorithm and 7 of a digest), as
+// git takes an abbreviated commit.
+func Names(full, id string) bool {
+	return len(id) >= len(Short(full)) && strings.HasPrefix(full, id)
+}
+
 // IsDigest reports whether id is an artifact's digest rather than a
 // commit: it names its algorithm.
 func IsDigest(id string) bool { return strings.Contains(id, ":") }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // Descends reports whether commit descends from ancestor, or is it:
@@ -39,7 +40,7 @@ func (r *Repository) Descends(ctx context.Context, commit, ancestor string) (boo
 	defer r.gate.release()
 	found, err := r.reaches(ctx, from, to)
 	if err != nil {
-		return false, fmt.Errorf("check whether %s descends from %s: %w", short(from), short(to), err)
+		return false, fmt.Errorf("check whether %s descends from %s: %w", revision.Short(from.String()), revision.Short(to.String()), err)
 	}
 	return found, nil
 }
@@ -69,13 +70,13 @@ func (r *Repository) reaches(ctx context.Context, from, to plumbing.Hash) (bool,
 		}
 		c, err := object.GetCommit(r.storage, h)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return false, fmt.Errorf("%w: commit %s is not in the local clone", ErrAncestryUnknown, short(h))
+			return false, fmt.Errorf("%w: commit %s is not in the local clone", ErrAncestryUnknown, revision.Short(h.String()))
 		}
 		if err != nil {
-			return false, fmt.Errorf("read commit %s: %w", short(h), err)
+			return false, fmt.Errorf("read commit %s: %w", revision.Short(h.String()), err)
 		}
 		if boundary[h] {
-			return false, fmt.Errorf("%w: the local clone's history is shallow at commit %s", ErrAncestryUnknown, short(h))
+			return false, fmt.Errorf("%w: the local clone's history is shallow at commit %s", ErrAncestryUnknown, revision.Short(h.String()))
 		}
 		for _, p := range c.ParentHashes {
 			if !seen[p] {
@@ -86,6 +87,3 @@ func (r *Repository) reaches(ctx context.Context, from, to plumbing.Hash) (bool,
 	}
 	return false, nil
 }
-
-// short is a commit's name as its errors show it.
-func short(h plumbing.Hash) string { return h.String()[:shortHash] }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // storeCommit writes a commit of an empty tree with parents straight into
@@ -85,8 +86,8 @@ func TestDescends(t *testing.T) {
 			t.Errorf("Descends(c, b) at a boundary b = %v, %v; want true", got, err)
 		}
 		_, err := r.Descends(context.Background(), c.String(), a.String())
-		want := "check whether " + c.String()[:shortHash] + " descends from " + a.String()[:shortHash] +
-			": ancestry cannot be told: the local clone's history is shallow at commit " + b.String()[:shortHash]
+		want := "check whether " + revision.Short(c.String()) + " descends from " + revision.Short(a.String()) +
+			": ancestry cannot be told: the local clone's history is shallow at commit " + revision.Short(b.String())
 		assertErr(t, err, want)
 		if !errors.Is(err, ErrAncestryUnknown) {
 			t.Errorf("error %v does not wrap ErrAncestryUnknown", err)

@@ -42,8 +42,6 @@ const (
 	maxSymlinkTarget = 4096
 	// redactedText replaces a secret found in an error's text.
 	redactedText = "[redacted]"
-	// shortHash is how many hex digits of a commit's name its errors show.
-	shortHash = 7
 	// ancestryCheckEvery is how many commits an ancestry walk reads
 	// between looks at its context.
 	ancestryCheckEvery = 1024

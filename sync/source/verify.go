@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"plimsoll.dev/plimsoll/internal/revision"
 )
 
 // verifier checks commit signatures against the configured keys: OpenPGP
@@ -30,7 +31,7 @@ func (v verifier) commit(st storer.EncodedObjectStorer, c *object.Commit) error 
 	if err != nil {
 		return fmt.Errorf("read commit %s: %w", c.Hash, err)
 	}
-	return v.check(c.Hash.String()[:shortHash], raw, c.Committer.When)
+	return v.check(revision.Short(c.Hash.String()), raw, c.Committer.When)
 }
 
 // check verifies the raw commit object named short, committed at
