@@ -41,9 +41,9 @@ import (
 // nothing yet or its workload switches strategies: its namesake is then
 // diffed like any other object.
 func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment, commit, subject string) (live, after *appsv1.Deployment, err error) {
-	strategy := strategyName(git.Annotations)
+	strategy := workloads.NamedStrategy(git.Annotations)
 	live, err = c.servingAs(ctx, git, strategy)
-	if err != nil || live == nil || strategyName(live.Annotations) != strategy {
+	if err != nil || live == nil || workloads.NamedStrategy(live.Annotations) != strategy {
 		return nil, nil, err
 	}
 	scaled, err := c.autoscaledLive(ctx, live.Namespace, live.Name)
@@ -153,7 +153,7 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		return nil, false, err
 	}
 	hash := podtemplate.Hash(git.Spec.Template)
-	strategy := strategyName(git.Annotations)
+	strategy := workloads.NamedStrategy(git.Annotations)
 	if strategy == contract.StrategyRolling {
 		kept := map[string]string{}
 		for _, k := range statusKeys {
@@ -195,14 +195,6 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		want.Spec.Replicas = live.Spec.Replicas
 	}
 	return want, replace, nil
-}
-
-// strategyName is the strategy the annotations name, rolling when none.
-func strategyName(annotations map[string]string) string {
-	if s := annotations[contract.AnnotationStrategy]; s != "" {
-		return s
-	}
-	return contract.StrategyRolling
 }
 
 // getDeployment reads a Deployment from the API server; nil when it does

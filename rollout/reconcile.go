@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/contract"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // reconcile brings one workload a step further. It reads like the
@@ -45,29 +46,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	return c.reconcileRolling(ctx, w, in)
 }
 
-// strategyOf tells a workload's strategy: Git's, when the sync handed the
-// workload over; else from the Deployments it has: rolling when <name> is
-// the primary, canary when it is a canary's stable (both also while they
-// retire what a previous strategy left), blue-green once it has a color,
-// canary when <name> says so and is not blue-green's idle legacy, else
-// rolling.
+// strategyOf tells a workload's strategy: Git's, when the sync handed
+// the workload over; else what its Deployments run (see
+// workloads.StrategyOf).
 func (c *Controller) strategyOf(w *workload, in intent) string {
 	if in.git != nil {
-		if s := in.git.Annotations[contract.AnnotationStrategy]; s != "" {
-			return s
-		}
-		return contract.StrategyRolling
+		return workloads.NamedStrategy(in.git.Annotations)
 	}
-	d := w.deployment("")
-	switch role := annotationsOf(d)[contract.AnnotationRole]; {
-	case isPrimary(d):
-		return contract.StrategyRolling
-	case role == contract.RoleStable:
-		return contract.StrategyCanary // also while it retires the colors it switched from
-	case w.hasAny(colorSuffixes):
-		return contract.StrategyBlueGreen
-	case d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyCanary && role != contract.RoleIdle:
-		return contract.StrategyCanary
-	}
-	return contract.StrategyRolling
+	s, _ := workloads.StrategyOf(w.name, w.lookup) // w.lookup never fails
+	return s
 }

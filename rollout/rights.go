@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // A sync that writes as its own identity (Config.ClientFor) has every
@@ -145,7 +146,7 @@ func (c *Controller) checkRights(ctx context.Context, name string, git *appsv1.D
 		}
 		if !out.Status.Allowed {
 			return &RightError{Sync: name, Namespace: git.Namespace, Verb: r.verb, Resource: resourceName(r), What: r.what,
-				Strategy: strategyName(git.Annotations)}
+				Strategy: workloads.NamedStrategy(git.Annotations)}
 		}
 		c.grants.trust(key, now.Add(rightsTTL))
 	}

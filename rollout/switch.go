@@ -13,6 +13,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
+	workloads "plimsoll.dev/plimsoll/workload"
 )
 
 // A workload whose strategy changes in Git keeps serving through the
@@ -58,24 +59,12 @@ var progressiveKeys = slices.Concat([]string{
 	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
 }, contract.StateKeys)
 
-// previousStrategy names the strategy other than target that workload w's
-// Deployments were written for: blue-green while it has colors, canary
-// while it has a canary Deployment or <name> is a canary's stable one,
-// rolling while <name> is a rolling workload's primary; "" when they run
-// target's alone.
+// previousStrategy names the strategy other than target that workload
+// w's Deployments were written for, "" when none (see
+// workloads.PreviousStrategy).
 func previousStrategy(w *workload, target string) string {
-	role := strategies.Role(annotationsOf(w.deployment(""))[contract.AnnotationRole])
-	ran := map[string]bool{
-		contract.StrategyRolling:   role == strategies.RolePrimary,
-		contract.StrategyBlueGreen: w.hasAny(colorSuffixes),
-		contract.StrategyCanary:    w.deployment(contract.SuffixCanary) != nil || role == strategies.RoleStable,
-	}
-	for _, s := range []string{contract.StrategyRolling, contract.StrategyBlueGreen, contract.StrategyCanary} {
-		if s != target && ran[s] {
-			return s
-		}
-	}
-	return ""
+	s, _ := workloads.PreviousStrategy(w.name, w.lookup, target) // w.lookup never fails
+	return s
 }
 
 // eventSwitching records on d that workload switches strategy, from to

@@ -115,7 +115,7 @@ func Describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 	if len(deploys) == 0 {
 		return Workload{}, false
 	}
-	w := Workload{Namespace: ns, Name: name, Strategy: contract.StrategyRolling}
+	w := Workload{Namespace: ns, Name: name}
 	primary, _ := Serving(name, among(deploys)) // among never fails
 	if primary == nil {
 		primary = newest(deploys)
@@ -124,14 +124,7 @@ func Describe(ns, name string, deploys []*appsv1.Deployment) (Workload, bool) {
 		w.Deployments = append(w.Deployments, d.Name)
 	}
 	slices.Sort(w.Deployments)
-	switch primary.Annotations[contract.AnnotationRole] {
-	case contract.RoleStable:
-		w.Strategy = contract.StrategyCanary
-	case contract.RoleActive, contract.RolePreview, contract.RoleIdle:
-		if primary.Labels[contract.LabelColor] != "" || primary.Spec.Template.Labels[contract.LabelColor] != "" {
-			w.Strategy = contract.StrategyBlueGreen
-		}
-	}
+	w.Strategy, _ = StrategyOf(name, among(deploys)) // among never fails
 	st, _ := strategies.ReadStatus(primary.Annotations)
 	w.Primary, w.Phase, w.Revision, w.Commit, w.Message, w.FailedHash, w.TemplateHash =
 		primary.Name, string(st.Phase), st.Revision, st.Commit, st.Message, st.FailedHash, st.Hash
