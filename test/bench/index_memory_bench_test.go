@@ -14,7 +14,7 @@ import (
 
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/helm/helmtest"
-	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // The chart repository index of the memory benchmark.
@@ -47,15 +47,14 @@ func TestIndexMemoryBenchmark(t *testing.T) {
 	})
 	index := largeHelmIndex(archive, helm.DefaultMaxIndexBytes-indexSlack)
 	server := serveChartRepo(t, index, archive)
-	dir := t.TempDir()
-	kit.WriteFiles(t, dir, map[string]string{"deploy/web.yaml": fmt.Sprintf(
+	repo := testgit.New(t)
+	repo.Commit("a HelmChart of the large index", map[string]string{"deploy/web.yaml": fmt.Sprintf(
 		"apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: web}\nspec: {repo: %q, chart: web, version: 1.0.0}\n", server)})
-	bare := gitRepo(t, dir)
 
 	cells := []string{fmt.Sprintf("%.1f MiB, %d version entries", float64(len(index))/(1<<20), strings.Count(index, "\n  - annotations:"))}
 	var medians []int64
 	for _, bin := range binaries {
-		ms := env.coldSyncs(t, bin, "bench-index", "file://"+bare, "deploy")
+		ms := env.coldSyncs(t, bin, "bench-index", repo.URL(), "deploy")
 		medians = append(medians, medianRSS(ms))
 		cells = append(cells, fmt.Sprintf("%d MiB (%s)", medianRSS(ms)/1024, fmtWall(median(ms))))
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // The shape of the many-syncs benchmark.
@@ -185,18 +186,18 @@ func TestManySyncsBenchmark(t *testing.T) {
 	for i, replicas := range env.replicas {
 		if env.measures("plimsoll") {
 			record(measureMany(t, env, cfg, client, fmt.Sprintf("bm%d", i), fmt.Sprintf("plimsoll, %d replica(s)", replicas), env.n,
-				func(ns manyNamespaces, repo, root *manyRepo) *manySetup {
-					return startPlimsolls(t, env, cfg, ns, repo, root, replicas)
+				func(ns manyNamespaces, _, rootURL string) *manySetup {
+					return startPlimsolls(t, env, cfg, ns, rootURL, replicas)
 				}))
 		}
 	}
 	if env.measures("singles") && env.singles > 0 {
 		record(measureMany(t, env, cfg, client, "bms", fmt.Sprintf("plimsoll, %d daemons of one sync", env.singles), env.singles,
-			func(ns manyNamespaces, repo, _ *manyRepo) *manySetup { return startSingles(t, env, cfg, ns, repo) }))
+			func(ns manyNamespaces, appsURL, _ string) *manySetup { return startSingles(t, env, cfg, ns, appsURL) }))
 	}
 	if env.flux != nil {
 		record(measureMany(t, env, cfg, client, "bmf", "Flux, "+strconv.Itoa(env.n)+" Kustomizations", env.n,
-			func(ns manyNamespaces, repo, _ *manyRepo) *manySetup { return startFlux(t, env, cfg, ns, repo) }))
+			func(ns manyNamespaces, appsURL, _ string) *manySetup { return startFlux(t, env, cfg, ns, appsURL) }))
 	}
 	t.Log("\n" + renderMany(env, records))
 }
@@ -238,32 +239,6 @@ type manyNamespaces struct {
 	syncs []string
 }
 
-// manyRepo is a bare repository and a work tree that pushes to it; url
-// serves it over smart HTTP (git http-backend), as Flux needs.
-type manyRepo struct{ bare, work, url string }
-
-func newManyRepo(t *testing.T, files map[string]string) *manyRepo {
-	dir := t.TempDir()
-	r := &manyRepo{bare: filepath.Join(dir, "remote.git"), work: filepath.Join(dir, "work")}
-	runOutput(t, "git", "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	runOutput(t, "git", "init", "--quiet", "--initial-branch=main", r.work)
-	r.commit(t, "first", files)
-	r.url = serveHTTP(t, r.bare) + "/" + filepath.Base(r.bare)
-	return r
-}
-
-// commit writes files, commits and pushes; it returns the commit.
-func (r *manyRepo) commit(t *testing.T, subject string, files map[string]string) string {
-	kit.WriteFiles(t, r.work, files)
-	git := func(args ...string) string {
-		return runOutput(t, "git", append([]string{"-C", r.work, "-c", "user.name=bench", "-c", "user.email=bench@plimsoll.dev"}, args...)...)
-	}
-	git("add", "--all")
-	git("commit", "--quiet", "-m", subject)
-	git("push", "--quiet", "--force", r.bare, "HEAD:refs/heads/main")
-	return strings.TrimSpace(git("rev-parse", "HEAD"))
-}
-
 // syncFiles are the manifests of sync i, at version.
 func syncFiles(i int, version string) map[string]string {
 	dir := fmt.Sprintf("s%03d/", i)
@@ -293,10 +268,12 @@ spec:
 }
 
 // measureMany runs one setup of n syncs: namespaces and identities, the
-// repository, the processes; the first sync, idle, one commit; then it
-// stops the processes and deletes the namespaces.
+// repositories, the processes (start, given the URLs of the syncs'
+// repository and of the root one that declares them); the first sync,
+// idle, one commit; then it stops the processes and deletes the
+// namespaces.
 func measureMany(t *testing.T, env manyEnv, cfg *rest.Config, client kubernetes.Interface, prefix, setup string, n int,
-	start func(ns manyNamespaces, repo, root *manyRepo) *manySetup) manyRecord {
+	start func(ns manyNamespaces, appsURL, rootURL string) *manySetup) manyRecord {
 	ctx := context.Background()
 	t.Logf("%s: %d syncs", setup, n)
 	ns := manyNamespaces{home: prefix + "-home"}
@@ -313,17 +290,21 @@ func measureMany(t *testing.T, env manyEnv, cfg *rest.Config, client kubernetes.
 			files[f] = text
 		}
 	}
-	repo := newManyRepo(t, files)
-	first := strings.TrimSpace(runOutput(t, "git", "-C", repo.work, "rev-parse", "HEAD"))
+	// The syncs' repository is served over smart HTTP (git http-backend),
+	// as Flux needs; the root one is read from its file:// URL.
+	apps := testgit.New(t)
+	first := apps.Commit("first", files)
+	appsURL := serveHTTP(t, apps.Bare()) + "/" + filepath.Base(apps.Bare())
 	declarations := map[string]string{}
 	for i, name := range ns.syncs {
 		declarations[fmt.Sprintf("s%03d.yaml", i)] = kit.SyncDeclaration(name, ns.home, fmt.Sprintf(
-			"repository: %s\npath: s%03d\ninterval: %s\nnamespace: %s\nserviceAccount: %s/deployer\n", repo.url, i, manyInterval, name, name))
+			"repository: %s\npath: s%03d\ninterval: %s\nnamespace: %s\nserviceAccount: %s/deployer\n", appsURL, i, manyInterval, name, name))
 	}
-	root := newManyRepo(t, declarations)
+	root := testgit.New(t)
+	root.Commit("first", declarations)
 
 	began := time.Now()
-	s := start(ns, repo, root)
+	s := start(ns, appsURL, root.URL())
 	waitApplied(t, s, first, n, "the first sync")
 	rec := manyRecord{Setup: setup, Syncs: n, Processes: len(s.procs), FirstSeconds: time.Since(began).Seconds()}
 	time.Sleep(settle)
@@ -349,7 +330,7 @@ func measureMany(t *testing.T, env manyEnv, cfg *rest.Config, client kubernetes.
 		}
 	}
 	req0 = s.requests()
-	next := repo.commit(t, "every sync", changed)
+	next := apps.Commit("every sync", changed)
 	pushed := time.Now()
 	waitApplied(t, s, next, n, "the commit touching every sync")
 	rec.CommitSeconds, rec.CommitRequests = time.Since(pushed).Seconds(), s.requests().Minus(req0)
@@ -457,11 +438,11 @@ func recordsApplied(client kubernetes.Interface, ns manyNamespaces) func(ctx con
 
 // startPlimsolls starts replicas daemons serving the root repository's
 // declarations.
-func startPlimsolls(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, _, root *manyRepo, replicas int) *manySetup {
+func startPlimsolls(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, rootURL string, replicas int) *manySetup {
 	s := &manySetup{applied: recordsApplied(kubernetes.NewForConfigOrDie(cfg), ns)}
 	for range replicas {
 		proxy, work, kubeconfig := startProxyDir(t, cfg)
-		d := kit.LaunchDaemon(t, benchTarget{bin: env.bin, flags: []string{"--repo", "file://" + root.bare, "--kubeconfig", kubeconfig,
+		d := kit.LaunchDaemon(t, benchTarget{bin: env.bin, flags: []string{"--repo", rootURL, "--kubeconfig", kubeconfig,
 			"--namespace", ns.home, "--status-namespace", ns.home, "--sync-name", ns.home + "-root", "--cache-dir", filepath.Join(work, "cache"),
 			"--syncs-namespace", ns.home, "--sync-workers", strconv.Itoa(manyWorkers), "--interval", manyInterval, "--ui-listen", "",
 			"--log-format", "json"}})
@@ -471,11 +452,11 @@ func startPlimsolls(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespac
 }
 
 // startSingles starts a daemon of one sync for each sync.
-func startSingles(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, repo *manyRepo) *manySetup {
+func startSingles(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, appsURL string) *manySetup {
 	s := &manySetup{applied: recordsApplied(kubernetes.NewForConfigOrDie(cfg), ns)}
 	for i, name := range ns.syncs {
 		proxy, work, kubeconfig := startProxyDir(t, cfg)
-		d := kit.LaunchDaemon(t, benchTarget{bin: env.bin, flags: []string{"--repo", repo.url, "--path", fmt.Sprintf("s%03d", i),
+		d := kit.LaunchDaemon(t, benchTarget{bin: env.bin, flags: []string{"--repo", appsURL, "--path", fmt.Sprintf("s%03d", i),
 			"--kubeconfig", kubeconfig, "--namespace", name, "--status-namespace", ns.home, "--sync-name", name,
 			"--cache-dir", filepath.Join(work, "cache"), "--interval", manyInterval, "--ui-listen", "", "--log-format", "json"}})
 		s.procs, s.proxies = append(s.procs, d), append(s.proxies, proxy)
@@ -486,7 +467,7 @@ func startSingles(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces
 // startFlux starts source-controller and kustomize-controller, one
 // GitRepository in home and a Kustomization in each sync's namespace,
 // impersonating its deployer.
-func startFlux(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, repo *manyRepo) *manySetup {
+func startFlux(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, appsURL string) *manySetup {
 	ctx := context.Background()
 	proxy, work, kubeconfig := startProxyDir(t, cfg)
 	procs := env.flux.startControllers(t, kubeconfig, work, filepath.Join(filepath.Dir(env.kubeconfig), "logs", "many-flux"), ns.home,
@@ -504,7 +485,7 @@ func startFlux(t *testing.T, env manyEnv, cfg *rest.Config, ns manyNamespaces, r
 	create("GitRepository", &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
 		"metadata": map[string]any{"name": "apps", "namespace": ns.home},
-		"spec":     map[string]any{"interval": manyInterval, "timeout": "60s", "url": repo.url, "ref": map[string]any{"branch": "main"}},
+		"spec":     map[string]any{"interval": manyInterval, "timeout": "60s", "url": appsURL, "ref": map[string]any{"branch": "main"}},
 	}})
 	for i, name := range ns.syncs {
 		create("Kustomization", &unstructured.Unstructured{Object: map[string]any{

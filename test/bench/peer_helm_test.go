@@ -43,20 +43,17 @@ data:
 // changed).
 func newHelmRepo(t *testing.T, n int) *peerRepo {
 	r := newPeerRepo(t)
-	values := func(count int, changed string) func(string) {
-		return func(dir string) {
-			writeFile(t, dir, filepath.Join(helmChartDir, "values.yaml"),
-				fmt.Sprintf("count: %d\nchanged: %q\npayload: %q\n", count, changed, strings.Repeat("p", 200)))
-		}
+	values := func(count int, changed string) map[string]string {
+		return map[string]string{helmChartDir + "/values.yaml": fmt.Sprintf("count: %d\nchanged: %q\npayload: %q\n",
+			count, changed, strings.Repeat("p", 200))}
 	}
-	r.commit(t, "seed", "A chart of one ConfigMap", func(dir string) {
-		writeFile(t, dir, filepath.Join(helmChartDir, "Chart.yaml"), "apiVersion: v2\nname: bench\nversion: 1.0.0\n")
-		writeFile(t, dir, filepath.Join(helmChartDir, "templates", "configmaps.yaml"), helmChart)
-		values(1, "")(dir)
-	})
-	r.commit(t, "cold", fmt.Sprintf("The chart renders %d ConfigMaps", n), values(n, ""))
-	r.commit(t, "noop", "Change no object", func(dir string) { writeFile(t, dir, "README.md", "No object changes.\n") })
-	r.commit(t, "change", "Change one ConfigMap", values(n, "cm-00007"))
+	seed := values(1, "")
+	seed[helmChartDir+"/Chart.yaml"] = "apiVersion: v2\nname: bench\nversion: 1.0.0\n"
+	seed[helmChartDir+"/templates/configmaps.yaml"] = helmChart
+	r.commit("seed", "A chart of one ConfigMap", seed)
+	r.commit("cold", fmt.Sprintf("The chart renders %d ConfigMaps", n), values(n, ""))
+	r.commit("noop", "Change no object", noopFiles)
+	r.commit("change", "Change one ConfigMap", values(n, "cm-00007"))
 	return r
 }
 
@@ -78,7 +75,7 @@ func helmRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 
 	w := newHealthWatch()
 	var procs procGroup
-	repo.push(t, "seed", ns)
+	repo.push("seed", ns)
 	switch tool {
 	case toolPlimsoll:
 		watchSyncStatus(ctx, t, client, w)

@@ -9,42 +9,39 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
-// peerRepo is a Git work tree whose commits are pushed, one at a time, to
-// branches of a bare repository served over smart HTTP: each controller
-// run follows a branch of its own, and a push is the moment its
-// measurement starts.
+// peerRepo is a repository whose trees are committed once each, under a
+// name, and pushed, one at a time, to branches served over smart HTTP:
+// each controller run follows a branch of its own, and a push is the
+// moment its measurement starts.
 type peerRepo struct {
-	work, bare, url string
-	commits         map[string]string // name -> commit
+	repo    *testgit.Repo
+	url     string            // the bare repository over smart HTTP
+	commits map[string]string // name -> commit
 }
 
-// newPeerRepo makes an empty work tree and bare repository and serves the
-// bare one at 127.0.0.1 (git http-backend).
+// newPeerRepo makes an empty repository and serves its bare one at
+// 127.0.0.1 (git http-backend).
 func newPeerRepo(t *testing.T) *peerRepo {
-	r := &peerRepo{work: t.TempDir(), bare: filepath.Join(t.TempDir(), "peers.git"), commits: map[string]string{}}
-	runOutput(t, "git", "-C", r.work, "init", "--quiet", "--initial-branch=main")
-	runOutput(t, "git", "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	r.url = serveHTTP(t, r.bare) + "/" + filepath.Base(r.bare)
+	r := &peerRepo{repo: testgit.New(t), commits: map[string]string{}}
+	r.url = serveHTTP(t, r.repo.Bare()) + "/" + filepath.Base(r.repo.Bare())
 	return r
 }
 
-// commit lets write change the work tree, commits all of it as name and
-// returns the commit.
-func (r *peerRepo) commit(t *testing.T, name, message string, write func(dir string)) string {
-	write(r.work)
-	runOutput(t, "git", "-C", r.work, "add", "--all")
-	runOutput(t, "git", "-C", r.work, "-c", "user.name=bench", "-c", "user.email=bench@plimsoll.dev", "commit", "--quiet", "--allow-empty", "-m", message)
-	c := strings.TrimSpace(runOutput(t, "git", "-C", r.work, "rev-parse", "HEAD"))
-	r.commits[name] = c
-	return c
+// commit writes files in the work tree, commits all of it as name without
+// pushing it, and returns the commit.
+func (r *peerRepo) commit(name, message string, files map[string]string) string {
+	r.commits[name] = r.repo.CommitLocal(message, files)
+	return r.commits[name]
 }
 
 // push points branch of the bare repository at the commit called name.
-func (r *peerRepo) push(t *testing.T, name, branch string) string {
+func (r *peerRepo) push(name, branch string) string {
 	c := r.commits[name]
-	runOutput(t, "git", "-C", r.work, "push", "--quiet", "--force", r.bare, c+":refs/heads/"+branch)
+	r.repo.PushTo(c, branch)
 	return c
 }
 
@@ -52,10 +49,13 @@ func (r *peerRepo) push(t *testing.T, name, branch string) string {
 // and returns it, for kubectl.
 func (r *peerRepo) export(t *testing.T, name string) string {
 	dir, tarball := t.TempDir(), filepath.Join(t.TempDir(), name+".tar")
-	runOutput(t, "git", "-C", r.work, "archive", "-o", tarball, r.commits[name])
+	r.repo.Git(r.repo.Work(), "archive", "-o", tarball, r.commits[name])
 	runOutput(t, "tar", "-x", "-f", tarball, "-C", dir)
 	return dir
 }
+
+// noopFiles change a README and no object.
+var noopFiles = map[string]string{"README.md": "No object changes.\n"}
 
 // writeFile writes content to dir/name, making its directory.
 func writeFile(t *testing.T, dir, name, content string) {
@@ -68,10 +68,10 @@ func writeFile(t *testing.T, dir, name, content string) {
 	}
 }
 
-// configMapFiles writes n ConfigMaps without a namespace, cm-00000 ...,
-// objectsPerFile to a file under dir/objects; changed names one whose data
+// configMapFiles are n ConfigMaps without a namespace, cm-00000 ...,
+// objectsPerFile to a file under objects/; changed names one whose data
 // differs.
-func configMapFiles(t *testing.T, dir string, n int, changed string) {
+func configMapFiles(n int, changed string) map[string]string {
 	var docs []string
 	for i := range n {
 		name := fmt.Sprintf("cm-%05d", i)
@@ -82,10 +82,12 @@ func configMapFiles(t *testing.T, dir string, n int, changed string) {
 		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  index: %q\n  payload: %q\n",
 			name, index, strings.Repeat("p", 200)))
 	}
+	files := map[string]string{}
 	for f := 0; f*objectsPerFile < len(docs); f++ {
 		chunk := docs[f*objectsPerFile : min((f+1)*objectsPerFile, len(docs))]
-		writeFile(t, dir, fmt.Sprintf("objects/cm-%03d.yaml", f), strings.Join(chunk, "---\n"))
+		files[fmt.Sprintf("objects/cm-%03d.yaml", f)] = strings.Join(chunk, "---\n")
 	}
+	return files
 }
 
 // freePorts returns n distinct free TCP ports of 127.0.0.1, for the peers'

@@ -23,17 +23,9 @@ var scalePhases = []string{"initial", "idle", "noop", "rolled"}
 // (noop), every image at imageV2 (rolled).
 func newScaleRepo(t *testing.T, n int) *peerRepo {
 	r := newPeerRepo(t)
-	write := func(image string) func(string) {
-		return func(dir string) {
-			for i := range n {
-				name := fmt.Sprintf("%s-%04d", rolling.prefix, i)
-				writeFile(t, dir, filepath.Join(rolling.name, name+".yaml"), workloadManifest(rolling, name, image))
-			}
-		}
-	}
-	r.commit(t, "initial", fmt.Sprintf("%d rolling workloads at %s", n, imageV1), write(imageV1))
-	r.commit(t, "noop", "Change no object", func(dir string) { writeFile(t, dir, "README.md", "No object changes.\n") })
-	r.commit(t, "rolled", fmt.Sprintf("Roll the %d workloads to %s", n, imageV2), write(imageV2))
+	r.commit("initial", fmt.Sprintf("%d rolling workloads at %s", n, imageV1), workloadFiles(rolling, n, imageV1))
+	r.commit("noop", "Change no object", noopFiles)
+	r.commit("rolled", fmt.Sprintf("Roll the %d workloads to %s", n, imageV2), workloadFiles(rolling, n, imageV2))
 	return r
 }
 
@@ -52,7 +44,7 @@ func scaleRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Int
 	defer proxy.Close()
 	logPrefix := filepath.Join(env.logs, fmt.Sprintf("scale-%s-n%d-%d", tool, n, run))
 	branch := fmt.Sprintf("scale-%s-%d", tool, run)
-	repo.push(t, "initial", branch)
+	repo.push("initial", branch)
 
 	w := newHealthWatch()
 	ss := []strategy{rolling}
@@ -95,7 +87,7 @@ func scaleRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Int
 
 	before = m.read(true)
 	start := time.Now()
-	commit := repo.push(t, "noop", branch)
+	commit := repo.push("noop", branch)
 	done = w.waitApplied(t, procs, commit, syncBound(n))
 	after = m.read(false)
 	noop := m.between(before, after)
@@ -108,7 +100,7 @@ func scaleRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Int
 	time.Sleep(settle)
 	before = m.read(true)
 	start = time.Now()
-	repo.push(t, "rolled", branch)
+	repo.push("rolled", branch)
 	done = w.waitHealthy(t, procs, ss, n, 2, bound)
 	report("rolled", fromPhaseRecord(m.phase(before, start, n, done, bound, "", ss, 2)))
 	rec.Load = append(rec.Load, loadAverage())

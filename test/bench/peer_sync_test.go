@@ -63,12 +63,12 @@ type peerRecord struct {
 // newSyncRepo commits the sync comparison's four trees of n ConfigMaps.
 func newSyncRepo(t *testing.T, n int) *peerRepo {
 	r := newPeerRepo(t)
-	r.commit(t, "seed", "One ConfigMap", func(dir string) {
-		writeFile(t, dir, "seed.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seed\ndata:\n  k: v\n")
+	r.commit("seed", "One ConfigMap", map[string]string{
+		"seed.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seed\ndata:\n  k: v\n",
 	})
-	r.commit(t, "cold", fmt.Sprintf("%d ConfigMaps", n), func(dir string) { configMapFiles(t, dir, n, "") })
-	r.commit(t, "noop", "Change no object", func(dir string) { writeFile(t, dir, "README.md", "No object changes.\n") })
-	r.commit(t, "change", "Change one ConfigMap", func(dir string) { configMapFiles(t, dir, n, "cm-00007") })
+	r.commit("cold", fmt.Sprintf("%d ConfigMaps", n), configMapFiles(n, ""))
+	r.commit("noop", "Change no object", noopFiles)
+	r.commit("change", "Change one ConfigMap", configMapFiles(n, "cm-00007"))
 	return r
 }
 
@@ -96,7 +96,7 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 	case toolPlimsoll, toolFlux:
 		w := newHealthWatch()
 		var procs procGroup
-		repo.push(t, "seed", ns)
+		repo.push("seed", ns)
 		if tool == toolPlimsoll {
 			watchSyncStatus(ctx, t, client, w)
 			procs = startPlimsoll(t, env, logPrefix, repo.url, ns, ns, kubeconfig, work)
@@ -113,7 +113,7 @@ func syncRun(t *testing.T, env peerEnv, cfg *rest.Config, client kubernetes.Inte
 			var bin string
 			var args []string
 			if tool == toolOnce {
-				repo.push(t, phase, ns)
+				repo.push(phase, ns)
 				bin, args = env.bin, []string{"sync", "--once", "--repo", repo.url, "--branch", ns, "--kubeconfig", kubeconfig,
 					"--namespace", ns, "--status-namespace", ns, "--sync-name", syncName, "--cache-dir", cache}
 			} else {
@@ -164,7 +164,7 @@ func measureCommits(m *meter, rec *peerRecord, repo *peerRepo, branch string, bo
 		time.Sleep(settle)
 		before := m.read(true)
 		start := time.Now()
-		commit := repo.push(t, phase, branch)
+		commit := repo.push(phase, branch)
 		done := w.waitApplied(t, m.procs, commit, bound)
 		after := m.read(false)
 		p := m.between(before, after)

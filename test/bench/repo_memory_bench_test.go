@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 	"plimsoll.dev/plimsoll/test/internal/proc"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // The heavy repositories of the memory benchmark.
@@ -154,10 +155,11 @@ func (b *memoryBench) coldSyncs(t *testing.T, bin, prefix, url, path string) []m
 // blobRepo is a bare repository with the manifests in deploy/ and a
 // 200 MB incompressible blob in assets/.
 func blobRepo(t *testing.T) string {
-	dir := t.TempDir()
-	kit.WriteFiles(t, dir, manifests)
-	writeRandom(t, filepath.Join(dir, "assets", "blob.bin"), heavyBlobBytes)
-	return gitRepo(t, dir)
+	repo := testgit.New(t)
+	repo.Write(manifests)
+	writeRandom(t, filepath.Join(repo.Work(), "assets", "blob.bin"), heavyBlobBytes)
+	repo.Commit("the manifests and a blob", nil)
+	return repo.Bare()
 }
 
 // manyFilesRepo is a bare repository with 100,000 small text files in 100

@@ -5,8 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,59 +24,16 @@ import (
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
-// benchRepo is a Git work tree of the workloads' manifests and the bare
-// repository the daemon fetches from; commits lists what was pushed.
-type benchRepo struct {
-	work, bare string
-	n          int
-	commits    []string
-}
-
-// newBenchRepo writes n workloads of each of ss at imageV1, commits them
-// and pushes them to a new bare repository.
-func newBenchRepo(t *testing.T, n int, ss []strategy) *benchRepo {
-	r := &benchRepo{work: t.TempDir(), bare: filepath.Join(t.TempDir(), "bench.git"), n: n}
-	r.git(t, "init", "--quiet", "--initial-branch=main")
-	r.git(t, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	for _, s := range ss {
-		r.write(t, s, imageV1)
-	}
-	r.commit(t, fmt.Sprintf("%d workloads of each of %s at %s", n, strategyNames(ss), imageV1))
-	return r
-}
-
-// roll changes the image of every workload of s, commits, pushes, and
-// returns the commit.
-func (r *benchRepo) roll(t *testing.T, s strategy, image string) string {
-	r.write(t, s, image)
-	return r.commit(t, fmt.Sprintf("Roll the %d %s workloads to %s", r.n, s.name, image))
-}
-
-func (r *benchRepo) write(t *testing.T, s strategy, image string) {
-	dir := filepath.Join(r.work, s.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("create %s: %v", dir, err)
-	}
-	for i := 0; i < r.n; i++ {
+// workloadFiles are the manifests of the n workloads of s at image, one
+// file each under the strategy's directory: what plimsoll's repository
+// holds.
+func workloadFiles(s strategy, n int, image string) map[string]string {
+	files := map[string]string{}
+	for i := range n {
 		name := fmt.Sprintf("%s-%04d", s.prefix, i)
-		file := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(file, []byte(workloadManifest(s, name, image)), 0o644); err != nil {
-			t.Fatalf("write %s: %v", file, err)
-		}
+		files[s.name+"/"+name+".yaml"] = workloadManifest(s, name, image)
 	}
-}
-
-func (r *benchRepo) commit(t *testing.T, message string) string {
-	r.git(t, "add", "--all")
-	r.git(t, "-c", "user.name=bench", "-c", "user.email=bench@plimsoll.dev", "commit", "--quiet", "-m", message)
-	r.git(t, "push", "--quiet", r.bare, "HEAD:refs/heads/main")
-	commit := strings.TrimSpace(r.git(t, "rev-parse", "HEAD"))
-	r.commits = append(r.commits, commit)
-	return commit
-}
-
-func (r *benchRepo) git(t *testing.T, args ...string) string {
-	return runOutput(t, "git", append([]string{"-C", r.work}, args...)...)
+	return files
 }
 
 // workloadManifest is one workload of strategy s: its Deployment, as in

@@ -4,6 +4,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // rolloutDriver is the controller a rollout run measures and how it is
@@ -33,10 +36,12 @@ type rolloutDriver interface {
 }
 
 // plimsollDriver is `plimsoll run`, polling a file:// repository of the
-// workloads' Deployments and Services every pollInterval.
+// workloads' Deployments and Services every pollInterval; n is how many
+// workloads of each strategy it holds.
 type plimsollDriver struct {
 	bin  string
-	repo *benchRepo
+	repo *testgit.Repo
+	n    int
 }
 
 func (p *plimsollDriver) watch(ctx context.Context, t *testing.T, cfg *rest.Config, w *healthWatch, ss []strategy) {
@@ -44,13 +49,18 @@ func (p *plimsollDriver) watch(ctx context.Context, t *testing.T, cfg *rest.Conf
 }
 
 func (p *plimsollDriver) begin(t *testing.T, kubeconfig, work, logPath string, n int, ss []strategy) (procGroup, string) {
-	p.repo = newBenchRepo(t, n, ss)
-	d := kit.Start(t, kit.Process{Bin: p.bin, Log: logPath, Args: []string{"run", "--repo", "file://" + p.repo.bare, "--interval", pollInterval,
+	p.repo, p.n = testgit.New(t), n
+	files := map[string]string{}
+	for _, s := range ss {
+		maps.Copy(files, workloadFiles(s, n, imageV1))
+	}
+	first := p.repo.Commit(fmt.Sprintf("%d workloads of each of %s at %s", n, strategyNames(ss), imageV1), files)
+	d := kit.Start(t, kit.Process{Bin: p.bin, Log: logPath, Args: []string{"run", "--repo", p.repo.URL(), "--interval", pollInterval,
 		"--listen", "127.0.0.1:0", "--kubeconfig", kubeconfig, "--namespace", statusNamespace,
 		"--status-namespace", statusNamespace, "--sync-name", syncName, "--cache-dir", filepath.Join(work, "cache")}})
-	return procGroup{d}, p.repo.commits[0]
+	return procGroup{d}, first
 }
 
-func (p *plimsollDriver) roll(t *testing.T, s strategy, image string, _ *healthWatch) string {
-	return p.repo.roll(t, s, image)
+func (p *plimsollDriver) roll(_ *testing.T, s strategy, image string, _ *healthWatch) string {
+	return p.repo.Commit(fmt.Sprintf("Roll the %d %s workloads to %s", p.n, s.name, image), workloadFiles(s, p.n, image))
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // The workload of the benchmark: 2,000 objects in 20 files.
@@ -54,15 +55,18 @@ func TestSyncBenchmark(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 
+	// kubectl applies tree, plimsoll syncs the same files from repo.
 	tree := t.TempDir()
 	writeTree(t, tree)
-	repo := gitRepo(t, tree)
+	repo := testgit.New(t)
+	writeTree(t, repo.Work())
+	repo.Commit("2000 objects", nil)
 
 	var pCold, pNoop, pDrift, kCold, kNoop []measurement
 	for i := 0; i < runs; i++ {
 		ns := kit.NewNamespace(t, client, fmt.Sprintf("bench-p-%d", i))
 		cache := t.TempDir()
-		args := []string{"sync", "--once", "--repo", "file://" + repo, "--kubeconfig", kubeconfig,
+		args := []string{"sync", "--once", "--repo", repo.URL(), "--kubeconfig", kubeconfig,
 			"--namespace", ns, "--status-namespace", ns, "--sync-name", ns, "--cache-dir", cache}
 		pCold = append(pCold, run(t, plimsoll, args...))
 		pNoop = append(pNoop, run(t, plimsoll, args...))
@@ -158,25 +162,6 @@ spec:
 			t.Fatal(err)
 		}
 	}
-}
-
-// gitRepo commits dir to a new bare repository and returns its path.
-func gitRepo(t *testing.T, dir string) string {
-	bare := filepath.Join(t.TempDir(), "bench.git")
-	for _, args := range [][]string{
-		{"init", "--quiet", "--initial-branch=main"},
-		{"add", "--all"},
-		{"-c", "user.name=bench", "-c", "user.email=bench@plimsoll.dev", "commit", "--quiet", "-m", "2000 objects"},
-		{"init", "--quiet", "--bare", "--initial-branch=main", bare},
-		{"push", "--quiet", bare, "HEAD:refs/heads/main"},
-	} {
-		runOutput(t, "git", append([]string{"-C", dir}, args...)...)
-	}
-	// The tree must hold only manifests: drop the work tree's .git.
-	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
-		t.Fatal(err)
-	}
-	return bare
 }
 
 // run runs bin to the end and measures its wall time and peak RSS (see

@@ -35,7 +35,7 @@ func TestAdoptKubectlDeployment(t *testing.T) {
 
 	t.Log("2. switched to canary with a new image: full capacity throughout")
 	mark := endpoints.mark()
-	s.repo.commit("web v2, canary", switchedExample(t, "v2", adoptCanary))
+	s.repo.Commit("web v2, canary", switchedExample(t, "v2", adoptCanary))
 	waitForDeployment(t, s.ns, "web", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "web-canary", "scaled to 0", scaledTo(0))
 	waitForReadyPods(t, s.ns, "app=web", 4)
@@ -80,7 +80,7 @@ func TestAdoptHelmRelease(t *testing.T) {
 
 	t.Log("2. switched to blue-green with a new image: full capacity throughout")
 	mark := endpoints.mark()
-	s.repo.commit("web v2, blue-green", switchedExample(t, "v2", adoptBlueGreen))
+	s.repo.Commit("web v2, blue-green", switchedExample(t, "v2", adoptBlueGreen))
 	waitForDeployment(t, s.ns, "web-blue", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "the adopted Deployment scaled to 0", scaledTo(0))
 	endpoints.waitReady(t, "4 endpoints of web-blue", func(pods []string) bool {
@@ -108,7 +108,7 @@ func adoptRunning(t *testing.T, s *syncTarget, subject string, files map[string]
 
 	t.Log("1. the same manifests in Git: adopted as they run")
 	mark := endpoints.mark()
-	v1 := s.repo.commit(subject, files)
+	v1 := s.repo.Commit(subject, files)
 	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	d := waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	if d.Labels["plimsoll.dev/workload"] != "web" || d.Annotations["plimsoll.dev/commit"] != v1 {
@@ -146,7 +146,7 @@ func TestAdoptAsProgressive(t *testing.T) {
 			endpoints := watchEndpoints(t, s.ns, "web")
 			endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 			mark := endpoints.mark()
-			s.repo.commit("web v1, "+tc.name, switchedExample(t, "v1", tc.annotations))
+			s.repo.Commit("web v1, "+tc.name, switchedExample(t, "v1", tc.annotations))
 			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.serving, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			if tc.name == "blue-green" {

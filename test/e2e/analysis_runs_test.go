@@ -81,7 +81,7 @@ type scenario struct {
 func startScenario(t *testing.T, files map[string]string, flags ...string) *scenario {
 	t.Helper()
 	sc := &scenario{s: newSyncTarget(t), flags: append([]string{"--interval", "1s"}, flags...)}
-	sc.s.repo.commit("api v1", files)
+	sc.s.repo.Commit("api v1", files)
 	sc.d = kit.StartDaemon(t, sc.s, sc.flags...)
 	waitForDeployment(t, sc.s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	sc.endpoints = watchEndpoints(t, sc.s.ns, "api")
@@ -94,7 +94,7 @@ func startScenario(t *testing.T, files map[string]string, flags ...string) *scen
 // hash once the workload records it.
 func (sc *scenario) revision(t *testing.T, revision int, files map[string]string) string {
 	t.Helper()
-	sc.s.repo.commit(fmt.Sprintf("api revision %d", revision), files)
+	sc.s.repo.Commit(fmt.Sprintf("api revision %d", revision), files)
 	return newHash(t, sc.s.ns, "api", revision)
 }
 

@@ -31,7 +31,7 @@ func analysedBlueGreen(t *testing.T, version string) map[string]string {
 func TestAnalysisBlueGreen(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", analysedBlueGreen(t, "v1"))
+	s.repo.Commit("shop v1", analysedBlueGreen(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
@@ -39,7 +39,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 
 	t.Log("1. revision 2 answers 10% errors: it fails pre-promotion and is never swapped in")
 	mark := endpoints.mark()
-	s.repo.commit("shop v2", analysedBlueGreen(t, "v2"))
+	s.repo.Commit("shop v2", analysedBlueGreen(t, "v2"))
 	h2 := newHash(t, s.ns, "shop-blue", 2)
 	p.exporter.set(s.ns, "shop", h2, 50, 0.10)
 	failed := waitForDeployment(t, s.ns, "shop-blue", "revision 2 Degraded", phaseIs(2, "Degraded", "failed pre-promotion", "error-rate/ratio failed"))
@@ -59,7 +59,7 @@ func TestAnalysisBlueGreen(t *testing.T) {
 
 	t.Log("2. revision 3 passes before the swap, then answers 50% errors: swapped back")
 	mark = endpoints.mark()
-	s.repo.commit("shop v3", analysedBlueGreen(t, "v3"))
+	s.repo.Commit("shop v3", analysedBlueGreen(t, "v3"))
 	h3 := newHash(t, s.ns, "shop-blue", 3)
 	p.exporter.set(s.ns, "shop", h3, 50, 0.001)
 	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(pods) == 4 && allWithPrefix(pods, "shop-green-") })
@@ -113,12 +113,12 @@ func analysedRolling(t *testing.T, version string) map[string]string {
 func TestAnalysisRolling(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", analysedRolling(t, "v1"))
+	s.repo.Commit("web v1", analysedRolling(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy (nothing to roll back to, nothing verified)", phaseIs(1, "Healthy"))
 
 	t.Log("1. revision 2 answers 0.1% errors: verified, then Healthy")
-	s.repo.commit("web v2", analysedRolling(t, "v2"))
+	s.repo.Commit("web v2", analysedRolling(t, "v2"))
 	h2 := newHash(t, s.ns, "web", 2)
 	p.exporter.set(s.ns, "web", h2, 50, 0.001)
 	waitForDeployment(t, s.ns, "web", "verifying", phaseIs(2, "Progressing", "verifying"))
@@ -128,7 +128,7 @@ func TestAnalysisRolling(t *testing.T) {
 	}
 
 	t.Log("2. revision 3 answers 10% errors: its verification fails and it is rolled back to revision 2")
-	s.repo.commit("web v3", analysedRolling(t, "v3"))
+	s.repo.Commit("web v3", analysedRolling(t, "v3"))
 	h3 := newHash(t, s.ns, "web", 3)
 	p.exporter.set(s.ns, "web", h3, 50, 0.10)
 	failed := waitForDeployment(t, s.ns, "web", "revision 3 rolled back", phaseIs(3, "Degraded", "verification: analysis error-rate/ratio failed", "rolled back to revision 2"))

@@ -70,7 +70,7 @@ func newHash(t *testing.T, ns, name string, revision int) string {
 func TestAnalysisCanary(t *testing.T) {
 	p := startPrometheus(t)
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", analysedCanary(t, "v1"))
+	s.repo.Commit("api v1", analysedCanary(t, "v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s", "--prometheus-url", p.url)
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
@@ -78,7 +78,7 @@ func TestAnalysisCanary(t *testing.T) {
 	mark := endpoints.mark()
 
 	t.Log("1. revision 2 answers 0.1% errors: every step passes its analysis")
-	s.repo.commit("api v2", analysedCanary(t, "v2"))
+	s.repo.Commit("api v2", analysedCanary(t, "v2"))
 	h2 := newHash(t, s.ns, "api", 2)
 	p.exporter.set(s.ns, "api", h2, 50, 0.001)
 	waitForDeployment(t, s.ns, "api", "step 1 analysed", phaseIs(2, "Progressing", "canary step 1/3", "analysis running"))
@@ -99,7 +99,7 @@ func TestAnalysisCanary(t *testing.T) {
 
 	t.Log("2. revision 3 answers 10% errors: it fails at step 1, and its canary leaves the Service at once")
 	mark = endpoints.mark()
-	s.repo.commit("api v3", analysedCanary(t, "v3"))
+	s.repo.Commit("api v3", analysedCanary(t, "v3"))
 	h3 := newHash(t, s.ns, "api", 3)
 	p.exporter.set(s.ns, "api", h3, 50, 0.10)
 	failed := waitForDeployment(t, s.ns, "api", "revision 3 Degraded", phaseIs(3, "Degraded", "analysis error-rate/ratio failed"))
@@ -142,7 +142,7 @@ func TestAnalysisCanary(t *testing.T) {
 	if strings.Contains(unjudged["deployment.yaml"], "plimsoll.dev/analysis") {
 		t.Fatal("the analysis is still named in the Deployment")
 	}
-	s.repo.commit("api v4 without its analysis", unjudged)
+	s.repo.Commit("api v4 without its analysis", unjudged)
 	h4 := newHash(t, s.ns, "api", 4)
 	p.exporter.set(s.ns, "api", h4, 50, 0.10)
 	healthy := waitForDeployment(t, s.ns, "api", "revision 4 Healthy", phaseIs(4, "Healthy"))
@@ -165,7 +165,7 @@ func TestAnalysisCanary(t *testing.T) {
 // anything, naming the file and the field, and what runs stays as it was.
 func TestAnalysisBadInput(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", analysedCanary(t, "v1"))
+	s.repo.Commit("api v1", analysedCanary(t, "v1"))
 	s.mustSync(t)
 	waitForDeployment(t, s.ns, "api", "revision 1 recorded", func(d *appsv1.Deployment) bool {
 		return d.Annotations["plimsoll.dev/revision"] == "1"
@@ -207,7 +207,7 @@ func TestAnalysisBadInput(t *testing.T) {
 				}
 				files["deployment.yaml"] = strings.Replace(files["deployment.yaml"], tc.dOld, tc.dNew, 1)
 			}
-			s.repo.commit("bad: "+tc.name, files)
+			s.repo.Commit("bad: "+tc.name, files)
 			out, code := s.syncOnce(t)
 			if code == 0 || !strings.Contains(out, tc.file) || !strings.Contains(out, tc.field) {
 				t.Fatalf("sync --once exited %d, want non-zero naming %q and %q:\n%s", code, tc.file, tc.field, out)

@@ -79,7 +79,7 @@ func TestAPIServerOutage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			s.repo.commit("v1", tt.files("v1"))
+			s.repo.Commit("v1", tt.files("v1"))
 			d := kit.StartDaemon(t, s, "--interval", "1s")
 			endpoints := watchEndpoints(t, s.ns, tt.service)
 			// After the previous subtest's outage, the controller manager's
@@ -96,7 +96,7 @@ func TestAPIServerOutage(t *testing.T) {
 			})
 			mark := endpoints.mark()
 
-			v2 := s.repo.commit("v2", tt.files("v2"))
+			v2 := s.repo.Commit("v2", tt.files("v2"))
 			s.waitForCommit(t, v2)
 			endpoints.waitReady(t, "revision 2 under way", tt.started)
 			if tt.name == "blue-green" {

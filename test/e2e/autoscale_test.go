@@ -51,7 +51,7 @@ func TestAutoscaledWorkloads(t *testing.T) {
 				f["hpa.yaml"] = loadHPAManifest("web", 2, 8)
 				return f
 			}
-			s.repo.commit("web v1", files("v1"))
+			s.repo.Commit("web v1", files("v1"))
 			daemon := kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.before, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			waitForScaleTarget(t, s.ns, "web", tc.before, 2)
@@ -60,7 +60,7 @@ func TestAutoscaledWorkloads(t *testing.T) {
 			mark := endpoints.mark()
 
 			t.Log("revision 2 goes out; mid-rollout the load triples and the HPA scales 2 -> 6")
-			s.repo.commit("web v2", files("v2"))
+			s.repo.Commit("web v2", files("v2"))
 			waitForDeployment(t, s.ns, tc.before, "revision 2 under way", func(d *appsv1.Deployment) bool {
 				// Blue-green may be Paused already, waiting for promote.
 				return phaseIs(2, "Progressing")(d) || phaseIs(2, "Paused")(d)
@@ -195,7 +195,7 @@ func TestAutoscaledCanaryWithoutReplicas(t *testing.T) {
 	adapter.setLoad(t, s.ns, "web", 200)
 	files := switchedExample(t, "v1", adoptCanary, "  replicas: 4\n", "")
 	files["hpa.yaml"] = loadHPAManifest("web", 5, 8)
-	s.repo.commit("web v1 with an HPA and no replicas", files)
+	s.repo.Commit("web v1 with an HPA and no replicas", files)
 	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForScaleTarget(t, s.ns, "web", "web", 5)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy at 5", func(d *appsv1.Deployment) bool {
@@ -221,12 +221,12 @@ func TestOneShotSyncPointsNewHPAAtActiveColor(t *testing.T) {
 	s := newSyncTarget(t)
 	blueGreen := "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n"
 	files := switchedExample(t, "v1", blueGreen, "  replicas: 4\n", "  replicas: 2\n")
-	s.repo.commit("web v1", files)
+	s.repo.Commit("web v1", files)
 	s.mustSync(t, "--wait")
 	waitForDeployment(t, s.ns, "web-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 
 	files["hpa.yaml"] = loadHPAManifest("web", 2, 8)
-	s.repo.commit("an HPA for web", files)
+	s.repo.Commit("an HPA for web", files)
 	s.mustSync(t)
 	hpa, err := suite.client.AutoscalingV2().HorizontalPodAutoscalers(s.ns).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {

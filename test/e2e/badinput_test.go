@@ -39,7 +39,7 @@ func baseObjects(ns string) []object {
 func TestSyncRejectsBadInput(t *testing.T) {
 	s := newSyncTarget(t)
 	good := baseTree()
-	s.repo.commit("base", good)
+	s.repo.Commit("base", good)
 	s.mustSync(t)
 	waitForComplete(t, s.ns, "web", 1) // the Deployment controller is done writing
 	objs := baseObjects(s.ns)
@@ -92,11 +92,11 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			before := resourceVersions(t, objs)
 			goodHead := s.status(t)["plimsoll.dev/commit"]
 			if tt.link[0] != "" {
-				if err := os.Symlink(tt.link[1], filepath.Join(s.repo.work, tt.link[0])); err != nil {
+				if err := os.Symlink(tt.link[1], filepath.Join(s.repo.Work(), tt.link[0])); err != nil {
 					t.Fatal(err)
 				}
 			}
-			bad := s.repo.commit("bad: "+tt.name, tt.files)
+			bad := s.repo.Commit("bad: "+tt.name, tt.files)
 
 			out, code := s.syncOnce(t)
 			if code == 0 {
@@ -127,7 +127,7 @@ func TestSyncRejectsBadInput(t *testing.T) {
 
 			t.Log("the next good commit applies")
 			if tt.link[0] != "" {
-				if err := os.Remove(filepath.Join(s.repo.work, tt.link[0])); err != nil {
+				if err := os.Remove(filepath.Join(s.repo.Work(), tt.link[0])); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -135,7 +135,7 @@ func TestSyncRejectsBadInput(t *testing.T) {
 			for path := range tt.files {
 				fix[path] = good[path] // "" removes a file that is not in the good tree
 			}
-			fixed := s.repo.commit("fix: "+tt.name, fix)
+			fixed := s.repo.Commit("fix: "+tt.name, fix)
 			s.mustSync(t)
 			if st := s.status(t); st["plimsoll.dev/sync-status"] != "Synced" || st["plimsoll.dev/commit"] != fixed {
 				t.Fatalf("after the fix: status %v, want Synced at %s", st, fixed)

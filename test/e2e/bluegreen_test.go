@@ -37,7 +37,7 @@ func TestBlueGreenRollout(t *testing.T) {
 	parallel(t)
 	const delay = 15 * time.Second
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", blueGreenExample(t, "v1", delay.String()))
+	s.repo.Commit("shop v1", blueGreenExample(t, "v1", delay.String()))
 	kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first revision: blue at 4, the active Service selects blue")
@@ -56,7 +56,7 @@ func TestBlueGreenRollout(t *testing.T) {
 
 	t.Log("2. revision 2 goes to green; the swap happens once green has 4 available")
 	mark := endpoints.mark()
-	v2 := s.repo.commit("shop v2", blueGreenExample(t, "v2", delay.String()))
+	v2 := s.repo.Commit("shop v2", blueGreenExample(t, "v2", delay.String()))
 	endpoints.waitReady(t, "the swap to green", func(pods []string) bool { return len(withPrefix(pods, "shop-green-")) > 0 })
 	swapped := time.Now()
 	// The first state that holds a green pod must hold green pods only: the
@@ -101,7 +101,7 @@ func TestBlueGreenRollout(t *testing.T) {
 
 	t.Log("4. revision 3 swaps to blue; an abort within the delay swaps back to the green pods at once")
 	before := endpoints.ready()
-	s.repo.commit("shop v3", blueGreenExample(t, "v3", delay.String()))
+	s.repo.Commit("shop v3", blueGreenExample(t, "v3", delay.String()))
 	endpoints.waitReady(t, "the swap to blue", func(pods []string) bool { return allWithPrefix(pods, "shop-blue-") })
 	mark = endpoints.mark()
 	aborted := time.Now()
@@ -150,7 +150,7 @@ func manualBlueGreen(t *testing.T, version string) map[string]string {
 // never become Ready fails without ever taking traffic.
 func TestBlueGreenCommands(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	s.repo.Commit("shop v1", manualBlueGreen(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
@@ -158,7 +158,7 @@ func TestBlueGreenCommands(t *testing.T) {
 	mark := endpoints.mark()
 
 	t.Log("1. revision 2 waits for promote on green; abort before the swap scales green down")
-	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	s.repo.Commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
 	command(t, s.ns, "shop-blue", "abort")
@@ -169,7 +169,7 @@ func TestBlueGreenCommands(t *testing.T) {
 	waitForDeployment(t, s.ns, "shop-green", "scaled to 0", scaledTo(0))
 
 	t.Log("2. revision 3 is ready on green and waits for promote; the preview Service shows it")
-	v3 := s.repo.commit("shop v3", manualBlueGreen(t, "v3"))
+	v3 := s.repo.Commit("shop v3", manualBlueGreen(t, "v3"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(3, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
 	s.waitForCommit(t, v3) // the sync's hand-off of v3 is over: what follows is the controller's alone
@@ -201,7 +201,7 @@ func TestBlueGreenCommands(t *testing.T) {
 
 	t.Log("4. revision 4 never becomes Ready on blue: Degraded, traffic never leaves green")
 	greenOnly := endpoints.mark()
-	s.repo.commit("shop broken", manualBlueGreen(t, "does-not-exist"))
+	s.repo.Commit("shop broken", manualBlueGreen(t, "does-not-exist"))
 	green := waitForDeployment(t, s.ns, "shop-green", "revision 4 Degraded", phaseIs(4, "Degraded", "progress deadline exceeded"))
 	t.Logf("message: %s", green.Annotations["plimsoll.dev/message"])
 	if green.Annotations["plimsoll.dev/failed-hash"] == "" {
@@ -223,10 +223,10 @@ func TestBlueGreenCommands(t *testing.T) {
 func waitingForPromote(t *testing.T) *syncTarget {
 	t.Helper()
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	s.repo.Commit("shop v1", manualBlueGreen(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	s.repo.Commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
 	return s
@@ -261,7 +261,7 @@ func TestBlueGreenServiceChange(t *testing.T) {
 	files := manualBlueGreen(t, "v2")
 	files["service.yaml"] = strings.Replace(files["service.yaml"], "  - name: http\n    port: 80\n    targetPort: http\n",
 		"  - name: http\n    port: 80\n    targetPort: http\n  - name: admin\n    port: 81\n    targetPort: http\n", 1)
-	s.waitForCommit(t, s.repo.commit("shop: admin port", files))
+	s.waitForCommit(t, s.repo.Commit("shop: admin port", files))
 	waitFor(t, "the admin port", func(ctx context.Context) (bool, error) {
 		svc, err := suite.client.CoreV1().Services(s.ns).Get(ctx, "shop", metav1.GetOptions{})
 		return err == nil && len(svc.Spec.Ports) == 2, err

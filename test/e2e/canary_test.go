@@ -28,7 +28,7 @@ func canaryExample(t *testing.T, version string, replace ...string) map[string]s
 func healthyCanary(t *testing.T, replace ...string) *syncTarget {
 	t.Helper()
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1", replace...))
+	s.repo.Commit("api v1", canaryExample(t, "v1", replace...))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	return s
@@ -54,7 +54,7 @@ func servingCanary(t *testing.T, n int, replace ...string) (*syncTarget, *endpoi
 func TestCanaryRollout(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1"))
+	s.repo.Commit("api v1", canaryExample(t, "v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first revision: the stable Deployment at 4, the Service selects serving pods")
@@ -67,7 +67,7 @@ func TestCanaryRollout(t *testing.T) {
 	mark := endpoints.mark()
 
 	t.Log("2. revision 2, step 1 (25%): exactly 1 canary pod serving, 4 serving in all")
-	v2 := s.repo.commit("api v2", canaryExample(t, "v2"))
+	v2 := s.repo.Commit("api v2", canaryExample(t, "v2"))
 	stable := waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote",
 		phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
 	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
@@ -106,7 +106,7 @@ func TestCanaryRollout(t *testing.T) {
 	}
 
 	t.Log("5. revision 3, abort at step 1: no canary address left in the Service")
-	s.repo.commit("api v3", canaryExample(t, "v3"))
+	s.repo.Commit("api v3", canaryExample(t, "v3"))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(3, "Paused", "canary step 2/5"))
 	checkServing(t, endpoints, 1, 4)
 	mark = endpoints.mark()
@@ -138,13 +138,13 @@ func TestCanaryNewCommitMidway(t *testing.T) {
 	s := healthyCanary(t)
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
-	s.repo.commit("api v2", canaryExample(t, "v2"))
+	s.repo.Commit("api v2", canaryExample(t, "v2"))
 	waitForDeployment(t, s.ns, "api", "revision 2 at step 2/5", phaseIs(2, "Paused", "canary step 2/5", "waiting for promote"))
 	checkServing(t, endpoints, 1, 4)
 	mark := endpoints.mark()
 
 	t.Log("revision 3 while revision 2's canary pod serves")
-	s.repo.commit("api v3", canaryExample(t, "v3"))
+	s.repo.Commit("api v3", canaryExample(t, "v3"))
 	waitForDeployment(t, s.ns, "api", "revision 3 at step 2/5", phaseIs(3, "Paused", "canary step 2/5", "waiting for promote"))
 	waitFor(t, "the one canary pod on v3, serving", func(context.Context) (bool, error) {
 		return onlyImage(images(t, s.ns, "app=api,plimsoll.dev/serving=true", "api-canary-"), 1, "registry.example/api:v3"), nil
@@ -198,14 +198,14 @@ func TestCanaryFailure(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
-	s.repo.commit("api v1", canaryExample(t, "v1", short...))
+	s.repo.Commit("api v1", canaryExample(t, "v1", short...))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 
-	broken := s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
+	broken := s.repo.Commit("api broken", canaryExample(t, "does-not-exist", short...))
 	stable := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded"))
 	t.Logf("message: %s", stable.Annotations["plimsoll.dev/message"])
 	if stable.Annotations["plimsoll.dev/failed-hash"] == "" || !strings.Contains(stable.Annotations["plimsoll.dev/message"], "progress deadline") {
@@ -238,7 +238,7 @@ func TestCanaryFailure(t *testing.T) {
 func TestCanaryReplacesPods(t *testing.T) {
 	s := healthyCanary(t)
 	endpoints := watchEndpoints(t, s.ns, "api")
-	s.repo.commit("api v2", canaryExample(t, "v2"))
+	s.repo.Commit("api v2", canaryExample(t, "v2"))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
 	checkServing(t, endpoints, 1, 4)
 
@@ -285,7 +285,7 @@ func TestCanaryRetry(t *testing.T) {
 	parallel(t)
 	short := []string{"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"}
 	s, endpoints, mark := servingCanary(t, 4, short...)
-	s.repo.commit("api broken", canaryExample(t, "does-not-exist", short...))
+	s.repo.Commit("api broken", canaryExample(t, "does-not-exist", short...))
 	failed := waitForDeployment(t, s.ns, "api", "revision 2 Degraded", phaseIs(2, "Degraded")).Annotations["plimsoll.dev/failed-hash"]
 	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
 
@@ -307,7 +307,7 @@ func TestCanaryRetry(t *testing.T) {
 func TestCanaryPauseResume(t *testing.T) {
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause 4s, 100%"`}
 	s := healthyCanary(t, steps...)
-	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	s.repo.Commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "in the timed pause", phaseIs(2, "Progressing", "canary step 2/3", "paused until"))
 	command(t, s.ns, "api", "pause")
 	waitForDeployment(t, s.ns, "api", "Paused", phaseIs(2, "Paused", "paused"))
@@ -331,7 +331,7 @@ func TestCanaryPauseResume(t *testing.T) {
 func TestCanaryPromoteOnTheCanary(t *testing.T) {
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, pause, 100%"`}
 	s := healthyCanary(t, steps...)
-	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	s.repo.Commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "waiting for promote", phaseIs(2, "Paused", "canary step 2/3", "waiting for promote"))
 	command(t, s.ns, "api", "pause")
 	waitForDeployment(t, s.ns, "api", "paused", phaseIs(2, "Paused", "canary step 2/3", "; paused"))
@@ -358,7 +358,7 @@ func TestCanaryOneReplica(t *testing.T) {
 	one := []string{"replicas: 4", "replicas: 1", `plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 100%"`}
 	s, endpoints, mark := servingCanary(t, 1, one...)
 
-	s.repo.commit("api v2", canaryExample(t, "v2", one...))
+	s.repo.Commit("api v2", canaryExample(t, "v2", one...))
 	waitForDeployment(t, s.ns, "api", "step 2/3 waiting for promote",
 		phaseIs(2, "Paused", "canary step 2/3: 25% (1/1 pods serving); waiting for promote"))
 	checkServing(t, endpoints, 1, 2)
@@ -386,7 +386,7 @@ func TestCanaryLowersWeight(t *testing.T) {
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, pause, 25%, pause, 100%"`}
 	s, endpoints, mark := servingCanary(t, 4, steps...)
 
-	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	s.repo.Commit("api v2", canaryExample(t, "v2", steps...))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5: 50% (2/4 pods serving)"))
 	checkServing(t, endpoints, 2, 4)
 	command(t, s.ns, "api", "promote")

@@ -142,13 +142,13 @@ func TestChartRights(t *testing.T) {
 			}
 			files := mergeFiles(inDir("web", example(t, "rolling")), inDir("api", example(t, "canary",
 				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`)))
-			first := s.repo.commit("web and api", files)
+			first := s.repo.Commit("web and api", files)
 			kit.StartDaemon(t, s, append(limits, "--interval", "1s")...)
 			waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			s.waitForCommit(t, first)
 
-			s.repo.commit("api v2", mergeFiles(files, inDir("api", example(t, "canary",
+			s.repo.Commit("api v2", mergeFiles(files, inDir("api", example(t, "canary",
 				`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "50%, 100%"`,
 				"registry.example/api:v1", "registry.example/api:v2"))))
 			waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
@@ -158,7 +158,7 @@ func TestChartRights(t *testing.T) {
 			}
 
 			other := kit.NewNamespace(t, suite.client, "")
-			bad := s.repo.commit("a ConfigMap elsewhere and a Namespace", mergeFiles(files, map[string]string{
+			bad := s.repo.Commit("a ConfigMap elsewhere and a Namespace", mergeFiles(files, map[string]string{
 				"elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: " + other + "\ndata:\n  k: v\n",
 				"namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + other + "-new\n",
 			}))

@@ -45,7 +45,7 @@ func TestCLI(t *testing.T) {
 	for name, text := range inDir("api", example(t, "canary")) {
 		files[name] = text
 	}
-	first := s.repo.commit("web and api", files)
+	first := s.repo.Commit("web and api", files)
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -91,7 +91,7 @@ func TestCLI(t *testing.T) {
 
 	t.Log("status finds every sync by its label, whatever its name; -A reads every namespace")
 	other := newSyncTarget(t)
-	other.repo.commit("web", inDir("web", example(t, "rolling")))
+	other.repo.Commit("web", inDir("web", example(t, "rolling")))
 	other.mustSync(t)
 	table, code = runPlimsoll(t, append([]string{"status"}, s.cliFlags()...)...)
 	if code != 0 || !strings.Contains(table, s.ns+"  ") || strings.Contains(table, other.ns) {
@@ -123,7 +123,7 @@ func TestCLI(t *testing.T) {
 	}
 
 	t.Log("promote moves the canary on and says what the controller did")
-	s.repo.commit("api v2", mergeFiles(files, inDir("api", canaryExample(t, "v2"))))
+	s.repo.Commit("api v2", mergeFiles(files, inDir("api", canaryExample(t, "v2"))))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
 	out, code = runPlimsoll(t, append([]string{"promote", "api"}, s.cliFlags()...)...)
 	if code != 0 || !strings.Contains(out, "api: promote: moved on from step 2/5") {
@@ -188,10 +188,10 @@ func replaceServer(kubeconfig, server string) string {
 // before the promote goes out.
 func TestCLITrace(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	s.repo.Commit("shop v1", manualBlueGreen(t, "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	s.repo.Commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 2 waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
@@ -255,7 +255,7 @@ func TestCLIDiff(t *testing.T) {
 		inDir("api", canaryExample(t, "v1")))
 	files["config/settings.yaml"] = settingsConfigMap("one")
 	files["config/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n"
-	first := s.repo.commit("v1", files)
+	first := s.repo.Commit("v1", files)
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -275,7 +275,7 @@ func TestCLIDiff(t *testing.T) {
 		inDir("api", canaryExample(t, "v2", "  progressDeadlineSeconds: 60\n", "")))
 	files["config/settings.yaml"] = settingsConfigMap("two")
 	files["config/extra.yaml"] = ""
-	s.repo.commit("v2", files)
+	s.repo.Commit("v2", files)
 	// The Deployment controller may still write web's status (a generation
 	// observed late); a write of the diff's would move its generation.
 	before := getDeployment(t, s.ns, "web").Generation

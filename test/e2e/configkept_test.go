@@ -221,14 +221,14 @@ type configRollout struct {
 func startConfigRollout(t *testing.T, image string, minReady, deadline int) *configRollout {
 	t.Helper()
 	r := &configRollout{s: newSyncTarget(t)}
-	first := r.s.repo.commit("web v1", configuredWeb(t, "registry.example/web:v1", "hello", minReady, deadline))
+	first := r.s.repo.Commit("web v1", configuredWeb(t, "registry.example/web:v1", "hello", minReady, deadline))
 	kit.StartDaemon(t, r.s, "--interval", "1s")
 	r.s.waitForCommit(t, first)
 	r.old = configOf(t, waitForRevision(t, r.s.ns, 1, "Healthy"))
 	r.watch = watchConfig(t, r.s)
 
 	t.Logf("commit 2: a new greeting (a new generated ConfigMap) on image %s", image)
-	r.second = r.s.repo.commit("web v2: greet in French", configuredWeb(t, image, "bonjour", minReady, deadline))
+	r.second = r.s.repo.Commit("web v2: greet in French", configuredWeb(t, image, "bonjour", minReady, deadline))
 	r.s.waitForCommit(t, r.second)
 	r.current = configOf(t, waitForRevision(t, r.s.ns, 2, "Progressing"))
 	if r.current == r.old {

@@ -18,12 +18,12 @@ import (
 func TestCanaryRolloutsNeverFailTheSync(t *testing.T) {
 	s := newSyncTarget(t)
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, 50%, 100%"`}
-	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
+	s.repo.Commit("api v1", canaryExample(t, "v1", steps...))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	for revision := 2; revision <= 6; revision++ {
 		version := fmt.Sprintf("v%d", revision)
-		s.repo.commit("api "+version, canaryExample(t, version, steps...))
+		s.repo.Commit("api "+version, canaryExample(t, version, steps...))
 		waitForDeployment(t, s.ns, "api", "revision "+fmt.Sprint(revision)+" Healthy", phaseIs(revision, "Healthy"))
 	}
 	failed := 0

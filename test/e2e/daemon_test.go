@@ -41,7 +41,7 @@ func (s *syncTarget) waitForCommit(t *testing.T, commit string) {
 // Service are back within a few polls.
 func TestDaemonRestoresDrift(t *testing.T) {
 	s := newSyncTarget(t)
-	head := s.repo.commit("base", baseTree())
+	head := s.repo.Commit("base", baseTree())
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	waitForPhase(t, s.ns, "web", "Healthy")
@@ -144,12 +144,12 @@ func hookedDaemon(t *testing.T) (s *syncTarget, d *kit.Daemon, first, second str
 	if err := os.WriteFile(secretFile, []byte(hookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	first = s.repo.commit("base", baseTree())
+	first = s.repo.Commit("base", baseTree())
 	d = kit.StartDaemon(t, s, "--interval", "1h", "--webhook-secret-file", secretFile)
 	s.waitForCommit(t, first)
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
-	second = s.repo.commit("paint it green", files)
+	second = s.repo.Commit("paint it green", files)
 	return s, d, first, second
 }
 

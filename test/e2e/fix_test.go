@@ -28,7 +28,7 @@ func TestFixNotBlockedByFailingStable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			s.repo.commit("web broken", switchedExample(t, "does-not-exist", tc.annotations))
+			s.repo.Commit("web broken", switchedExample(t, "does-not-exist", tc.annotations))
 			kit.StartDaemon(t, s, "--interval", "1s")
 			waitFor(t, "the broken pods to run, none Ready", func(context.Context) (bool, error) {
 				ready, unready := podsByReadiness(t, s.ns, "app=web")
@@ -36,7 +36,7 @@ func TestFixNotBlockedByFailingStable(t *testing.T) {
 			})
 			endpoints := watchEndpoints(t, s.ns, "web")
 
-			s.repo.commit("web v2, the fix", switchedExample(t, "v2", tc.annotations))
+			s.repo.Commit("web v2, the fix", switchedExample(t, "v2", tc.annotations))
 			waitFor(t, "revision 2 Healthy on "+tc.serving+"*", func(context.Context) (bool, error) {
 				for _, name := range []string{tc.serving, tc.serving + "blue", tc.serving + "green"} {
 					if d := getDeployment(t, s.ns, name); d != nil && phaseIs(2, "Healthy")(d) && d.Annotations["plimsoll.dev/role"] != "idle" {

@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // Modes of the test Git server.
@@ -36,9 +38,8 @@ type gitServer struct {
 	hanging int
 }
 
-// newGitServer serves repo (a gitRepo's bare repository) until the test
-// ends.
-func newGitServer(t *testing.T, repo *gitRepo, user, password string) *gitServer {
+// newGitServer serves repo's bare repository until the test ends.
+func newGitServer(t *testing.T, repo *testgit.Repo, user, password string) *gitServer {
 	t.Helper()
 	execPath, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
@@ -47,7 +48,7 @@ func newGitServer(t *testing.T, repo *gitRepo, user, password string) *gitServer
 	backend := &cgi.Handler{
 		Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
 		Env: []string{
-			"GIT_PROJECT_ROOT=" + filepath.Dir(repo.bare),
+			"GIT_PROJECT_ROOT=" + filepath.Dir(repo.Bare()),
 			"GIT_HTTP_EXPORT_ALL=1",
 		},
 	}
@@ -94,8 +95,8 @@ func newGitServer(t *testing.T, repo *gitRepo, user, password string) *gitServer
 }
 
 // URL is the repository's URL on the server.
-func (s *gitServer) URL(repo *gitRepo) string {
-	return "http://" + s.addr + "/" + filepath.Base(repo.bare)
+func (s *gitServer) URL(repo *testgit.Repo) string {
+	return "http://" + s.addr + "/" + filepath.Base(repo.Bare())
 }
 
 func (s *gitServer) setMode(mode string) {

@@ -68,7 +68,7 @@ func TestRolloutRestoresTemplateEditedByHand(t *testing.T) {
 	tree := baseTree()
 	tree["deployment.yaml"] = rollingDeployment(2, goodImage)
 	tree["api.yaml"] = canaryAPI
-	head := s.repo.commit("web and api", tree)
+	head := s.repo.Commit("web and api", tree)
 	kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	waitForPhase(t, s.ns, "web", "Healthy")
@@ -160,7 +160,7 @@ func TestOneShotSyncRepairsHandEdits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			parallel(t)
 			s := newSyncTarget(t)
-			s.repo.commit("v1", tc.files(t))
+			s.repo.Commit("v1", tc.files(t))
 			s.mustSync(t, "--wait")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 

@@ -38,7 +38,7 @@ func TestDaemonUndoesKubectlEdits(t *testing.T) {
 	})
 
 	t.Log("1. adopted: the key Git dropped goes, with kubectl's annotation")
-	head := s.repo.commit("base and legacy", tree)
+	head := s.repo.Commit("base and legacy", tree)
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, head)
 	// The first sync labels it (it was not the sync's to read before);

@@ -197,14 +197,14 @@ var handOverSteps = []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"
 func startHandOver(t *testing.T) handOver {
 	t.Helper()
 	h := handOver{s: newSyncTarget(t)}
-	h.s.repo.commit("api v1", canaryExample(t, "v1", handOverSteps...))
+	h.s.repo.Commit("api v1", canaryExample(t, "v1", handOverSteps...))
 	h.d = kit.StartDaemon(t, h.s, "--interval", "1s")
 	waitForDeployment(t, h.s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	h.endpoints = watchEndpoints(t, h.s.ns, "api")
 	h.endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 })
 	h.pods = watchPods(t, h.s.ns)
 	h.before, h.mark = h.pods.seen(), h.endpoints.mark()
-	h.s.repo.commit("api v2", canaryExample(t, "v2", handOverSteps...))
+	h.s.repo.Commit("api v2", canaryExample(t, "v2", handOverSteps...))
 	return h
 }
 
@@ -294,7 +294,7 @@ func TestCanaryHandOverSIGKILL(t *testing.T) {
 		waitForDeployment(t, s.ns, "api", fmt.Sprintf("revision %d Healthy", revision), phaseIs(revision, "Healthy"))
 		revision++
 		h.before, h.mark = h.pods.seen(), endpoints.mark()
-		s.repo.commit(fmt.Sprintf("api v%d", revision), canaryExample(t, fmt.Sprintf("v%d", revision), handOverSteps...))
+		s.repo.Commit(fmt.Sprintf("api v%d", revision), canaryExample(t, fmt.Sprintf("v%d", revision), handOverSteps...))
 	}
 	waitFor(t, "the stable on the canary's template, paused (step 4), with the controller manager frozen", func(context.Context) (bool, error) {
 		api, canary := getDeployment(t, s.ns, "api"), getDeployment(t, s.ns, "api-canary")

@@ -163,7 +163,7 @@ func TestHelmChartInGit(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	widgets := schema.GroupVersionResource{Group: s.ns + ".example.com", Version: "v1", Resource: "widgets"}
-	s.repo.commit("shop chart", merge(shopChart(s.ns), shopRelease("")))
+	s.repo.Commit("shop chart", merge(shopChart(s.ns), shopRelease("")))
 
 	t.Log("1. install: pre-install hooks by weight, then every object")
 	out, code := s.syncOnce(t, "--path", "apps")
@@ -210,7 +210,7 @@ func TestHelmChartInGit(t *testing.T) {
 	}
 
 	t.Log("3. a values change: pre-upgrade hooks by weight, only the changed ConfigMap written")
-	s.repo.commit("greet in German", map[string]string{"apps/values/shop.yaml": "greeting: hallo\n"})
+	s.repo.Commit("greet in German", map[string]string{"apps/values/shop.yaml": "greeting: hallo\n"})
 	out, code = s.syncOnce(t, "--path", "apps")
 	if code != 0 {
 		t.Fatalf("sync exited %d:\n%s", code, out)
@@ -228,7 +228,7 @@ func TestHelmChartInGit(t *testing.T) {
 
 	t.Log("4. a failing pre-upgrade hook stops the commit: nothing applied, the Job named")
 	before = resourceVersions(t, objs)
-	s.repo.commit("migrate with a broken image", map[string]string{
+	s.repo.Commit("migrate with a broken image", map[string]string{
 		"apps/values/shop.yaml": "greeting: hej\nmigrateImage: registry.example/job-fails:v2\n",
 	})
 	out, code = s.syncOnce(t, "--path", "apps")
@@ -248,7 +248,7 @@ func TestHelmChartInGit(t *testing.T) {
 	}
 
 	t.Log("5. the chart removed from Git: everything it rendered is pruned")
-	s.repo.commit("remove the shop", map[string]string{
+	s.repo.Commit("remove the shop", map[string]string{
 		"apps/shop.yaml": "", "apps/values/shop.yaml": "",
 		"apps/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
 	})
@@ -274,7 +274,7 @@ func TestHelmChartBadInput(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	base := merge(shopChart(s.ns), shopRelease(""))
-	s.repo.commit("shop chart", base)
+	s.repo.Commit("shop chart", base)
 	s.mustSync(t, "--path", "apps")
 	config := object{configMaps, s.ns, "shop-config"}
 	good := resourceVersion(t, config)
@@ -297,7 +297,7 @@ func TestHelmChartBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Log(tc.name)
-		head := s.repo.commit(tc.name, tc.files)
+		head := s.repo.Commit(tc.name, tc.files)
 		out, code := s.syncOnce(t, "--path", "apps")
 		if code == 0 {
 			t.Fatalf("%s: sync exited 0:\n%s", tc.name, out)
@@ -315,7 +315,7 @@ func TestHelmChartBadInput(t *testing.T) {
 		for name := range tc.files {
 			undo[name] = base[name] // "" removes a file the case added
 		}
-		s.repo.commit("undo "+tc.name, undo)
+		s.repo.Commit("undo "+tc.name, undo)
 	}
 }
 
@@ -325,11 +325,11 @@ func TestHelmChartBadInput(t *testing.T) {
 func TestHelmChartCanary(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("shop chart, canary", merge(shopChart(s.ns), shopRelease("  values: {strategy: canary}\n")))
+	s.repo.Commit("shop chart, canary", merge(shopChart(s.ns), shopRelease("  values: {strategy: canary}\n")))
 	kit.StartDaemon(t, s, "--interval", "1s", "--path", "apps")
 	waitForDeployment(t, s.ns, "shop", "revision 1 Healthy", phaseIs(1, "Healthy"))
 
-	s.repo.commit("shop v2", map[string]string{"apps/shop.yaml": strings.Replace(shopRelease("")["apps/shop.yaml"], "crds: CreateReplace", "crds: CreateReplace\n  values: {strategy: canary, image: registry.example/shop:v2}", 1)})
+	s.repo.Commit("shop v2", map[string]string{"apps/shop.yaml": strings.Replace(shopRelease("")["apps/shop.yaml"], "crds: CreateReplace", "crds: CreateReplace\n  values: {strategy: canary, image: registry.example/shop:v2}", 1)})
 	waitForDeployment(t, s.ns, "shop", "canary step 2/3 waiting for promote", phaseIs(2, "Paused", "canary step 2/3"))
 	canary, err := suite.client.AppsV1().Deployments(s.ns).Get(context.Background(), "shop-canary", metav1.GetOptions{})
 	if err != nil || canary.Spec.Template.Spec.Containers[0].Image != "registry.example/shop:v2" {
@@ -352,7 +352,7 @@ func TestHelmChartCanary(t *testing.T) {
 func TestHelmChartPollWritesNothing(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("agent chart", map[string]string{
+	s.repo.Commit("agent chart", map[string]string{
 		"agent/Chart.yaml": "apiVersion: v2\nname: agent\nversion: 1.0.0\n",
 		"agent/templates/daemonset.yaml": `apiVersion: apps/v1
 kind: DaemonSet
@@ -423,7 +423,7 @@ func TestHelmChartLookup(t *testing.T) {
 		return cm.Data["color"]
 	}
 	release := "apiVersion: plimsoll.dev/v1\nkind: HelmChart\nmetadata: {name: mirror}\nspec:\n  path: ../charts/mirror\n"
-	s.repo.commit("mirror chart", map[string]string{
+	s.repo.Commit("mirror chart", map[string]string{
 		"charts/mirror/Chart.yaml": "apiVersion: v2\nname: mirror\nversion: 1.0.0\n",
 		"charts/mirror/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mirror}\n" +
 			`data: {color: {{ dig "data" "color" "none" (lookup "v1" "ConfigMap" .Release.Namespace "source") | quote }}}` + "\n",
@@ -434,7 +434,7 @@ func TestHelmChartLookup(t *testing.T) {
 		t.Errorf("lookup off: mirror's color %q, want none (lookup answers nothing)", got)
 	}
 
-	head := s.repo.commit("lookup on", map[string]string{"apps/mirror.yaml": release + "  lookup: true\n"})
+	head := s.repo.Commit("lookup on", map[string]string{"apps/mirror.yaml": release + "  lookup: true\n"})
 	s.mustSync(t, "--path", "apps")
 	if got := mirror(); got != "blue" {
 		t.Errorf("lookup on: mirror's color %q, want blue, from ConfigMap source", got)

@@ -19,7 +19,7 @@ import (
 func TestHelmChartDiffStatus(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	first := s.repo.commit("shop chart 1.0.0", merge(shopChart(s.ns), shopRelease("")))
+	first := s.repo.Commit("shop chart 1.0.0", merge(shopChart(s.ns), shopRelease("")))
 	s.mustSync(t, "--path", "apps", "--wait")
 
 	t.Log("1. status: the chart and its version in the sync's message, its Deployment a workload")
@@ -29,7 +29,7 @@ func TestHelmChartDiffStatus(t *testing.T) {
 	}
 
 	t.Log("2. a values change: diff shows the ConfigMap and the Deployment it changes, nothing else")
-	second := s.repo.commit("hallo, v2", map[string]string{"apps/values/shop.yaml": "greeting: hallo\nimage: registry.example/shop:v2\n"})
+	second := s.repo.Commit("hallo, v2", map[string]string{"apps/values/shop.yaml": "greeting: hallo\nimage: registry.example/shop:v2\n"})
 	out, code := runPlimsoll(t, append([]string{"diff"}, s.flags("--path", "apps")...)...)
 	t.Logf("plimsoll diff (exit %d):\n%s", code, out)
 	if code != 1 {
@@ -53,7 +53,7 @@ func TestHelmChartDiffStatus(t *testing.T) {
 	checkStatus(t, s, second, "charts: shop (shop 1.0.0)")
 
 	t.Log("3. a new chart version that changes no object: nothing to diff, the status names it once applied")
-	third := s.repo.commit("shop chart 1.1.0", map[string]string{"charts/shop/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 1.1.0\n"})
+	third := s.repo.Commit("shop chart 1.1.0", map[string]string{"charts/shop/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 1.1.0\n"})
 	if out, code := runPlimsoll(t, append([]string{"diff"}, s.flags("--path", "apps")...)...); code != 0 || strings.TrimSpace(out) != "" {
 		t.Errorf("diff of a chart version that changes no object: exit %d, want 0 and nothing:\n%s", code, out)
 	}

@@ -105,7 +105,7 @@ func TestHelmChartRepositories(t *testing.T) {
 	})))
 
 	t.Log("1. a chart from each kind of repository, a dependency fetched")
-	s.repo.commit("charts from repositories", map[string]string{
+	s.repo.Commit("charts from repositories", map[string]string{
 		"web.yaml": release("web", repo.srv.URL, "web", "1.0.0", "  digest: "+webDigest+"\n"),
 		"api.yaml": release("api", "oci://"+registry+"/charts", "api", "1.0.0", "  plainHTTP: true\n"),
 	})
@@ -140,7 +140,7 @@ func TestHelmChartRepositories(t *testing.T) {
 		if tc.file == "web.yaml" {
 			old = release("web", repo.srv.URL, "web", "1.0.0", "  digest: "+webDigest+"\n")
 		}
-		head := s.repo.commit(tc.name, map[string]string{tc.file: tc.doc})
+		head := s.repo.Commit(tc.name, map[string]string{tc.file: tc.doc})
 		out, code := s.syncOnce(t)
 		if code == 0 {
 			t.Fatalf("%s: sync exited 0:\n%s", tc.name, out)
@@ -156,6 +156,6 @@ func TestHelmChartRepositories(t *testing.T) {
 				t.Errorf("%s: %s written or pruned (%s, then %q)", tc.name, o, before[o], now)
 			}
 		}
-		s.repo.commit("undo "+tc.name, map[string]string{tc.file: old})
+		s.repo.Commit("undo "+tc.name, map[string]string{tc.file: old})
 	}
 }

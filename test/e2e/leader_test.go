@@ -28,7 +28,7 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	flags := []string{"--interval", "1h", "--leader-elect", "--webhook-secret-file", secretFile}
-	first := s.repo.commit("base", baseTree())
+	first := s.repo.Commit("base", baseTree())
 	leader := kit.StartDaemon(t, s, flags...)
 	s.waitForCommit(t, first)
 	waitForPhase(t, s.ns, "web", "Healthy")
@@ -36,7 +36,7 @@ func TestLeaderElection(t *testing.T) {
 	standby := kit.StartDaemon(t, s, flags...) // ready as a standby
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
-	green := s.repo.commit("paint it green", files)
+	green := s.repo.Commit("paint it green", files)
 	holdsFor(t, "the standby waiting", 3*time.Second, func(ctx context.Context) error {
 		if strings.Contains(standby.Log(), "became leader") {
 			return fmt.Errorf("the standby became leader while the leader runs:\n%s", standby.Log())
@@ -62,7 +62,7 @@ func TestLeaderElection(t *testing.T) {
 	// (Pushed after the stop, it could land just after that first sync
 	// and wait for the next poll.)
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: green", "color: red", 1)
-	red := s.repo.commit("paint it red", files)
+	red := s.repo.Commit("paint it red", files)
 	if err := leader.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

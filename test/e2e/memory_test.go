@@ -44,13 +44,13 @@ func TestHeavyRepositoryStaysSmall(t *testing.T) {
 			for name, content := range baseTree() {
 				files["deploy/"+name] = content
 			}
-			writeRandom(t, filepath.Join(s.repo.work, "assets", "blob.bin"))
-			first := s.repo.commit("manifests and a heavy asset", files)
+			writeRandom(t, filepath.Join(s.repo.Work(), "assets", "blob.bin"))
+			first := s.repo.Commit("manifests and a heavy asset", files)
 			for i, commit := range []string{first, ""} {
 				if i == 1 {
 					// A new version of the asset, and of the app.
-					writeRandom(t, filepath.Join(s.repo.work, "assets", "blob.bin"))
-					commit = s.repo.commit("a new asset", map[string]string{
+					writeRandom(t, filepath.Join(s.repo.Work(), "assets", "blob.bin"))
+					commit = s.repo.Commit("a new asset", map[string]string{
 						"deploy/config.yaml": strings.Replace(baseTree()["config.yaml"], "color: blue", "color: green", 1)})
 				}
 				out, code, peakMiB := syncOnceRSS(t, s, extra...)

@@ -54,7 +54,7 @@ func metadataTree(t *testing.T, extra bool) map[string]string {
 func TestGitDroppedMetadataGoes(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("with team and owner", metadataTree(t, true))
+	s.repo.Commit("with team and owner", metadataTree(t, true))
 	kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. every Deployment of the three workloads Healthy at revision 1, with Git's team label and owner annotation")
@@ -74,7 +74,7 @@ func TestGitDroppedMetadataGoes(t *testing.T) {
 	}
 
 	t.Log("2. Git drops both: they go from every Deployment, the revision stays 1")
-	s.repo.commit("without team and owner", metadataTree(t, false))
+	s.repo.Commit("without team and owner", metadataTree(t, false))
 	deploys = workloadDeployments(t, s.ns, "no team label or owner annotation left", func(d *appsv1.Deployment) bool {
 		_, team := d.Labels["team"]
 		_, owner := d.Annotations["owner"]

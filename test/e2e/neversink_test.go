@@ -23,7 +23,7 @@ import (
 func TestCanaryFirstRevisionFails(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("api broken from the start", canaryExample(t, "does-not-exist", "progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"))
+	s.repo.Commit("api broken from the start", canaryExample(t, "does-not-exist", "progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10"))
 	start := time.Now()
 	out, code := s.syncOnce(t, "--wait", "--timeout", "5m")
 	took := time.Since(start)
@@ -57,7 +57,7 @@ func TestFixAfterHeldFailure(t *testing.T) {
 				"progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10")))
 	}
 	s := newSyncTarget(t)
-	s.repo.commit("v1", tree("v1"))
+	s.repo.Commit("v1", tree("v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -68,7 +68,7 @@ func TestFixAfterHeldFailure(t *testing.T) {
 	apiPhases, shopPhases := watchPhases(t, s.ns, "api"), watchPhases(t, s.ns, "shop-green")
 
 	t.Log("1. v2 never becomes Ready: held Degraded, its pods kept")
-	s.repo.commit("v2 broken", tree("does-not-exist"))
+	s.repo.Commit("v2 broken", tree("does-not-exist"))
 	waitForDeployment(t, s.ns, "api", "api revision 2 held Degraded", phaseIs(2, "Degraded", "auto-rollback is off"))
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 2 held Degraded", phaseIs(2, "Degraded", "auto-rollback is off"))
 	if n := *getDeployment(t, s.ns, "shop-green").Spec.Replicas; n != 4 {
@@ -76,7 +76,7 @@ func TestFixAfterHeldFailure(t *testing.T) {
 	}
 
 	t.Log("2. the fix, v3: both go out and become Healthy")
-	s.repo.commit("v3 fixes it", tree("v3"))
+	s.repo.Commit("v3 fixes it", tree("v3"))
 	waitForDeployment(t, s.ns, "api", "api revision 3 Healthy", phaseIs(3, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-green", "shop revision 3 Healthy", phaseIs(3, "Healthy"))
 	waitForPods(t, s.ns, "api", 4, "registry.example/api:v3")
@@ -103,7 +103,7 @@ func TestHandScaledWorkloads(t *testing.T) {
 				"plimsoll.dev/scale-down-delay: 30s", "plimsoll.dev/scale-down-delay: 2s", "replicas: 4", "replicas: 2")))
 	}
 	s := newSyncTarget(t)
-	s.repo.commit("v1", tree("v1"))
+	s.repo.Commit("v1", tree("v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "shop revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -127,7 +127,7 @@ func TestHandScaledWorkloads(t *testing.T) {
 	}
 
 	t.Log("2. the next revision comes up at Git's count; the Service never below it")
-	s.repo.commit("shop v2", tree("v2"))
+	s.repo.Commit("shop v2", tree("v2"))
 	waitForDeployment(t, s.ns, "shop-green", "shop revision 2 Healthy", phaseIs(2, "Healthy"))
 	checkMinReady(t, shopEndpoints, mark, 2)
 	if got := *getDeployment(t, s.ns, "shop-green").Spec.Replicas; got != 2 {
@@ -151,11 +151,11 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 			inDir("shop", blueGreenExample(t, "v1", "2s")))
 	}
 	s := newSyncTarget(t)
-	s.repo.commit("v1", tree("v1"))
+	s.repo.Commit("v1", tree("v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "web revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "api", "api revision 1 Healthy", phaseIs(1, "Healthy"))
-	s.repo.commit("v2", tree("v2"))
+	s.repo.Commit("v2", tree("v2"))
 	waitForDeployment(t, s.ns, "web", "web revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "api", "api revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForPods(t, s.ns, "api", 4, "registry.example/api:v2")
@@ -236,13 +236,13 @@ func TestCanaryAbortKeepsLastEndpoints(t *testing.T) {
 		return canaryExample(t, version, "progressDeadlineSeconds: 60", "progressDeadlineSeconds: 10",
 			`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, pause, 100%"`)
 	}
-	s.repo.commit("api broken from the start", tree("does-not-exist"))
+	s.repo.Commit("api broken from the start", tree("does-not-exist"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Degraded", phaseIs(1, "Degraded"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 
 	t.Log("1. revision 2: its canary pod is the Service's only ready endpoint")
-	s.repo.commit("api v2", tree("v2"))
+	s.repo.Commit("api v2", tree("v2"))
 	waitForDeployment(t, s.ns, "api", "revision 2 at step 2/3, waiting for promote", phaseIs(2, "Paused", "canary step 2/3"))
 	endpoints.waitReady(t, "the canary's pod alone", func(pods []string) bool {
 		return len(pods) == 1 && len(withPrefix(pods, "api-canary-")) == 1
@@ -265,7 +265,7 @@ func TestCanaryAbortKeepsLastEndpoints(t *testing.T) {
 	checkMinReady(t, endpoints, mark, 1)
 
 	t.Log("3. revision 3 goes out from there, the Service never without a ready endpoint")
-	s.repo.commit("api v3", tree("v3"))
+	s.repo.Commit("api v3", tree("v3"))
 	waitForDeployment(t, s.ns, "api", "revision 3 at step 2/3, waiting for promote", phaseIs(3, "Paused", "canary step 2/3"))
 	command(t, s.ns, "api", "promote")
 	waitForDeployment(t, s.ns, "api", "revision 3 Healthy", phaseIs(3, "Healthy"))

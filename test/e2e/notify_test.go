@@ -189,14 +189,14 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 		files["secret.yaml"] = secretFile("Opaque")
 		return files
 	}
-	s.repo.commit("api v1", tree("v1"))
+	s.repo.Commit("api v1", tree("v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s",
 		"--notify-webhook-file", hook.urlFile(t, "ops"), "--notify-slack-file", slack.urlFile(t, "team"))
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	phases := watchPhases(t, s.ns, "api")
 
 	t.Log("1. revision 2 through its steps: promote at each pause")
-	v2 := s.repo.commit("api v2", tree("v2"))
+	v2 := s.repo.Commit("api v2", tree("v2"))
 	waitForDeployment(t, s.ns, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
 	command(t, s.ns, "api", "promote")
 	waitForDeployment(t, s.ns, "api", "step 4/5 waiting for promote", phaseIs(2, "Paused", "canary step 4/5"))
@@ -226,7 +226,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 	t.Log("2. a commit that does not parse: one Failed notification with its commit and the file")
 	files := tree("v2")
 	files["broken.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n"
-	broken := s.repo.commit("broken yaml", files)
+	broken := s.repo.Commit("broken yaml", files)
 	failed := hook.waitForNotice(t, "the failed sync notified", func(n notification) bool {
 		return n.Kind == "sync" && n.Status == "Failed" && n.Commit == broken
 	})
@@ -245,7 +245,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 	t.Log("3. a Secret change the API server rejects, then the fix")
 	files["broken.yaml"] = ""
 	files["secret.yaml"] = secretFile("kubernetes.io/basic-auth")
-	rejected := s.repo.commit("change the secret's type", files)
+	rejected := s.repo.Commit("change the secret's type", files)
 	refused := hook.waitForNotice(t, "the rejected commit notified", func(n notification) bool {
 		return n.Kind == "sync" && n.Status == "Failed" && n.Commit == rejected
 	})
@@ -253,7 +253,7 @@ func TestNotifyCanaryAndSync(t *testing.T) {
 	if !strings.Contains(refused.Message, "immutable") {
 		t.Errorf("rejected commit notified with %q, want the reason (immutable)", refused.Message)
 	}
-	fixed := s.repo.commit("put the secret's type back", tree("v2"))
+	fixed := s.repo.Commit("put the secret's type back", tree("v2"))
 	hook.waitForNotice(t, "the recovery notified", func(n notification) bool {
 		return n.Kind == "sync" && n.Status == "Synced" && n.Commit == fixed && n.Severity == "info"
 	})
@@ -394,11 +394,11 @@ func timedCanary(t *testing.T, extra ...string) (*syncTarget, *kit.Daemon, time.
 	t.Helper()
 	steps := []string{`plimsoll.dev/steps: "25%, pause, 50%, pause, 100%"`, `plimsoll.dev/steps: "25%, 50%, 100%"`}
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1", steps...))
+	s.repo.Commit("api v1", canaryExample(t, "v1", steps...))
 	d := kit.StartDaemon(t, s, append([]string{"--interval", "1s"}, extra...)...)
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	start := time.Now()
-	s.repo.commit("api v2", canaryExample(t, "v2", steps...))
+	s.repo.Commit("api v2", canaryExample(t, "v2", steps...))
 	waitForWithin(t, "revision 2 Healthy", 5*time.Minute, func(ctx context.Context) (bool, error) {
 		api := getDeployment(t, s.ns, "api")
 		return api != nil && phaseIs(2, "Healthy")(api), nil
@@ -448,7 +448,7 @@ func TestNotifySyncOnce(t *testing.T) {
 	hook := newNotifyReceiver(t, answerOK)
 	files := canaryExample(t, "v1")
 	files["broken.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n"
-	broken := s.repo.commit("broken yaml", files)
+	broken := s.repo.Commit("broken yaml", files)
 	out, code := s.syncOnce(t, "--notify-webhook-file", hook.urlFile(t, "ci"))
 	if code == 0 {
 		t.Fatalf("sync --once of a broken commit exited 0:\n%s", out)

@@ -28,7 +28,7 @@ func TestSourceOutage(t *testing.T) {
 	server := newGitServer(t, s.repo, "deploy", "outage-password")
 	s.url = server.URL(s.repo)
 	t.Setenv("E2E_GIT_PASSWORD", "outage-password")
-	first := s.repo.commit("base", baseTree())
+	first := s.repo.Commit("base", baseTree())
 	d := kit.StartDaemon(t, s, "--interval", "500ms", "--git-timeout", "1s",
 		"--git-username", "deploy", "--git-password-env", "E2E_GIT_PASSWORD")
 	s.waitForCommit(t, first)
@@ -52,7 +52,7 @@ func TestSourceOutage(t *testing.T) {
 
 	t.Log("the server hangs, then drops connections, while a commit deletes service.yaml")
 	server.setMode(serverHang)
-	second := s.repo.commit("drop the service", map[string]string{"service.yaml": ""})
+	second := s.repo.Commit("drop the service", map[string]string{"service.yaml": ""})
 	var st map[string]string
 	waitFor(t, "the status to say the source is stale", func(ctx context.Context) (bool, error) {
 		st = s.status(t)
@@ -118,12 +118,12 @@ func TestSecretsStaySecret(t *testing.T) {
 	}
 	files := baseTree()
 	files["secret.yaml"] = secret("Opaque")
-	first := s.repo.commit("with a secret", files)
+	first := s.repo.Commit("with a secret", files)
 	d := kit.StartDaemon(t, s, "--interval", "500ms", "--git-username", "deploy", "--git-password-file", pwFile)
 	s.waitForCommit(t, first)
 
 	t.Log("a change of the Secret's immutable type is rejected by the API server")
-	bad := s.repo.commit("change the secret's type", map[string]string{"secret.yaml": secret("kubernetes.io/basic-auth")})
+	bad := s.repo.Commit("change the secret's type", map[string]string{"secret.yaml": secret("kubernetes.io/basic-auth")})
 	waitFor(t, "the rejected commit to be reported", func(ctx context.Context) (bool, error) {
 		st := s.status(t)
 		return st["plimsoll.dev/fetched-commit"] == bad && st["plimsoll.dev/sync-status"] == "Failed", nil

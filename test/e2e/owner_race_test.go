@@ -17,6 +17,7 @@ import (
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // raceConfigMaps is how many ConfigMaps each sync of a racing pair
@@ -133,14 +134,14 @@ func ownerRace(t *testing.T, replicas int) {
 	for i, ns := range teams {
 		for _, side := range []string{"a", "b"} {
 			name := fmt.Sprintf("p%d%s", i, side)
-			repo := newGitRepo(t)
-			head := repo.commit("claim the pair's objects", raceFiles(side, ns))
+			repo := testgit.New(t)
+			head := repo.Commit("claim the pair's objects", raceFiles(side, ns))
 			heads[name] = head
 			declarations[name+".yaml"] = p.declaration(name, fmt.Sprintf("repository: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n",
 				repo.URL(), ns, ns))
 		}
 	}
-	p.root.commit("three racing pairs", declarations)
+	p.root.Commit("three racing pairs", declarations)
 	var rs *replicaSet
 	if replicas == 1 {
 		d := kit.StartDaemon(t, p, "--sync-workers", "8") // the six syncs poll at once

@@ -43,7 +43,7 @@ func TestOwnerRefusesAnotherSyncsObjects(t *testing.T) {
 	parallel(t)
 	owner, rival := newSyncTarget(t), newSyncTarget(t)
 	ns := owner.ns
-	head := owner.repo.commit("team a", claimTree(ns, "blue", goodImage, ""))
+	head := owner.repo.Commit("team a", claimTree(ns, "blue", goodImage, ""))
 	owner.mustSync(t, "--wait")
 	// The Deployment controller writes web's status for a while after the
 	// rollout: its generation and contents are compared, not its
@@ -55,7 +55,7 @@ func TestOwnerRefusesAnotherSyncsObjects(t *testing.T) {
 	sharedVersion := resourceVersion(t, shared)
 	web := getDeployment(t, ns, "web")
 
-	rivalHead := rival.repo.commit("team b", claimTree(ns, "red", "registry.example/web:v2", "rival-only"))
+	rivalHead := rival.repo.Commit("team b", claimTree(ns, "red", "registry.example/web:v2", "rival-only"))
 	out, code := rival.syncOnce(t)
 	if code == 0 {
 		t.Fatalf("the rival's sync of objects the owner applied succeeded:\n%s", out)

@@ -14,13 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // syncTarget is where one test syncs to: a namespace of its own, which is
 // also the sync's name and the home of its status ConfigMap.
 type syncTarget struct {
 	ns       string
-	repo     *gitRepo
+	repo     *testgit.Repo
 	cacheDir string
 	// url overrides the repository's file:// URL (to go through a server).
 	url string
@@ -42,7 +43,7 @@ func (s *syncTarget) statusNamespace() string {
 
 func newSyncTarget(t *testing.T) *syncTarget {
 	t.Helper()
-	return &syncTarget{ns: kit.NewNamespace(t, suite.client, ""), repo: newGitRepo(t), cacheDir: t.TempDir()}
+	return &syncTarget{ns: kit.NewNamespace(t, suite.client, ""), repo: testgit.New(t), cacheDir: t.TempDir()}
 }
 
 // RunFlags is the plimsoll binary and the flags of `plimsoll run` for s,

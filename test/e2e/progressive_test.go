@@ -288,7 +288,7 @@ func TestProgressiveBadInput(t *testing.T) {
 			s := newSyncTarget(t)
 			good := example(t, tc.dir)
 			good["config.yaml"] = settingsConfigMap("good")
-			s.repo.commit("good", good)
+			s.repo.Commit("good", good)
 			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			app := "app=" + strings.SplitN(tc.primary, "-", 2)[0]
@@ -305,7 +305,7 @@ func TestProgressiveBadInput(t *testing.T) {
 			}
 			files := example(t, tc.dir, append([]string{tc.image, newImage}, tc.breaks...)...)
 			files["config.yaml"] = settingsConfigMap("bad")
-			bad := s.repo.commit("bad", files)
+			bad := s.repo.Commit("bad", files)
 			d := waitForDeployment(t, s.ns, tc.primary, "Degraded with the error", func(d *appsv1.Deployment) bool {
 				return d.Annotations["plimsoll.dev/phase"] == "Degraded" && strings.Contains(d.Annotations["plimsoll.dev/message"], tc.want[0])
 			})

@@ -32,10 +32,10 @@ func TestQuietPollsInFlight(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			s.repo.commit(tt.name+" v1", tt.files(t, "v1"))
+			s.repo.Commit(tt.name+" v1", tt.files(t, "v1"))
 			d := kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tt.primary, "revision 1 Healthy", phaseIs(1, "Healthy"))
-			v2 := s.repo.commit(tt.name+" v2", tt.files(t, "v2"))
+			v2 := s.repo.Commit(tt.name+" v2", tt.files(t, "v2"))
 			waitForDeployment(t, s.ns, tt.primary, "revision 2 waiting for promote", phaseIs(2, tt.waiting[0], tt.waiting[1:]...))
 			s.waitForCommit(t, v2)
 			checkResyncQuiet(t, s, d)
@@ -51,10 +51,10 @@ func TestQuietPollsInFlight(t *testing.T) {
 // that follows puts Git's back, beside the active color.
 func TestQuietPollsAfterSwap(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", manualBlueGreen(t, "v1"))
+	s.repo.Commit("shop v1", manualBlueGreen(t, "v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
-	v2 := s.repo.commit("shop v2", manualBlueGreen(t, "v2"))
+	v2 := s.repo.Commit("shop v2", manualBlueGreen(t, "v2"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 2 waiting for promote", phaseIs(2, "Paused", "waiting for promote"))
 	s.waitForCommit(t, v2)
 	waitForQuietPolls(t, d, 2)

@@ -48,7 +48,7 @@ func TestSyncRecordRepaired(t *testing.T) {
 				files["shop-"+name] = text
 			}
 			files["extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  k: v\n"
-			s.repo.commit("base", files)
+			s.repo.Commit("base", files)
 			s.mustSync(t)
 			getDeploymentOrFail(t, s.ns, "shop-blue")
 			before := endpointSlicesOf(t, s.ns, "web")
@@ -61,7 +61,7 @@ func TestSyncRecordRepaired(t *testing.T) {
 
 			files["extra.yaml"] = "" // removes it
 			files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
-			second := s.repo.commit("drop extra, paint it green", files)
+			second := s.repo.Commit("drop extra, paint it green", files)
 			if out, code := s.syncOnce(t); code != 0 {
 				t.Fatalf("sync after the record was %s exited %d:\n%s", tt.name, code, out)
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // regainCount is how many syncs TestRegainedSyncRunsGitAgain declares.
@@ -28,7 +30,7 @@ const regainCount = 5
 func TestRegainedSyncRunsGitAgain(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
-	apps := newGitRepo(t)
+	apps := testgit.New(t)
 	files := map[string]string{}
 	declarations := map[string]string{}
 	var syncs, teams []string
@@ -42,8 +44,8 @@ func TestRegainedSyncRunsGitAgain(t *testing.T) {
 		declarations[name+".yaml"] = p.declaration(name, fmt.Sprintf("repository: %s\npath: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n",
 			apps.URL(), name, ns, ns))
 	}
-	head := apps.commit("five syncs", files)
-	p.root.commit("five syncs", declarations)
+	head := apps.Commit("five syncs", files)
+	p.root.Commit("five syncs", declarations)
 
 	t.Log("1. replica A runs every sync")
 	a := startReplicas(t, p, 1)

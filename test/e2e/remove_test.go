@@ -31,11 +31,11 @@ func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSyncTarget(t)
-			s.repo.commit("web v1", switchedExample(t, "v1", tc.annotations))
+			s.repo.Commit("web v1", switchedExample(t, "v1", tc.annotations))
 			kit.StartDaemon(t, s, "--interval", "1s")
 			waitForDeployment(t, s.ns, tc.first, "revision 1 Healthy", phaseIs(1, "Healthy"))
 			v2 := switchedExample(t, "v2", tc.annotations)
-			s.repo.commit("web v2", v2)
+			s.repo.Commit("web v2", v2)
 			waitForDeployment(t, s.ns, tc.second, "revision 2 Healthy", phaseIs(2, "Healthy"))
 			for _, name := range tc.deployments {
 				if getDeployment(t, s.ns, name) == nil {
@@ -47,14 +47,14 @@ func TestRemovedWorkloadTakesItsObjects(t *testing.T) {
 			plain := strings.Replace(example(t, "rolling")["deployment.yaml"], "  name: web\n  labels:", "  name: web-plain\n  labels:", 1)
 			withPlain := maps.Clone(v2)
 			withPlain["plain.yaml"] = strings.ReplaceAll(plain, "registry.example/web:v1", "registry.example/plain:v1")
-			s.repo.commit("web-plain", withPlain)
+			s.repo.Commit("web-plain", withPlain)
 			waitForDeployment(t, s.ns, "web-plain", "revision 1 Healthy", phaseIs(1, "Healthy"))
 			endpoints := watchEndpoints(t, s.ns, "web")
 			endpoints.waitReady(t, "4 endpoints", func(pods []string) bool { return len(pods) == 4 && len(withPrefix(pods, "web-plain-")) == 0 })
 			mark := endpoints.mark()
 
 			t.Log("the workload leaves Git; its Service stays")
-			s.repo.commit("web leaves", map[string]string{"deployment.yaml": ""})
+			s.repo.Commit("web leaves", map[string]string{"deployment.yaml": ""})
 			waitFor(t, "every Deployment of web to be deleted", func(context.Context) (bool, error) {
 				for _, name := range append([]string{"web"}, tc.deployments...) {
 					if getDeployment(t, s.ns, name) != nil {
@@ -83,7 +83,7 @@ func TestRemovedBlueGreenWorkload(t *testing.T) {
 	s := newSyncTarget(t)
 	files := mergeFiles(inDir("web", switchedExample(t, "v1", adoptBlueGreen+"    plimsoll.dev/prune: disabled\n")),
 		inDir("shop", blueGreenExample(t, "v1", "2s")))
-	first := s.repo.commit("v1", files)
+	first := s.repo.Commit("v1", files)
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
@@ -103,7 +103,7 @@ func TestRemovedBlueGreenWorkload(t *testing.T) {
 	t.Log("both workloads leave Git; their Services stay")
 	files = maps.Clone(files)
 	files["web/deployment.yaml"], files["shop/deployment.yaml"] = "", ""
-	left := s.repo.commit("web and shop leave", files)
+	left := s.repo.Commit("web and shop leave", files)
 	out, code := runPlimsoll(t, append([]string{"diff"}, s.flags()...)...)
 	t.Logf("plimsoll diff (exit %d):\n%s", code, out)
 	if code != 1 || !strings.Contains(out, "--- a/apps/Deployment "+s.ns+"/shop") || !strings.Contains(out, "-  name: shop\n") ||

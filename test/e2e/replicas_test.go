@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // Shape of the replicas test.
@@ -250,7 +251,7 @@ func TestReplicasShareThirtySyncs(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
 	teams := []string{p.team(t, "r0"), p.team(t, "r1"), p.team(t, "r2")}
-	apps := newGitRepo(t)
+	apps := testgit.New(t)
 	files := map[string]string{}
 	declarations := map[string]string{}
 	var syncs []string
@@ -265,8 +266,8 @@ func TestReplicasShareThirtySyncs(t *testing.T) {
 	for file, text := range canaryExample(t, "v1") {
 		files[canarySync+"/"+file] = text
 	}
-	first := apps.commit("thirty syncs", files)
-	p.root.commit("thirty syncs", declarations)
+	first := apps.Commit("thirty syncs", files)
+	p.root.Commit("thirty syncs", declarations)
 	rs := startReplicas(t, p, replicaCount)
 	for i := range syncs {
 		p.waitForSynced(t, fmt.Sprintf("s%02d", i), first)
@@ -296,7 +297,7 @@ func TestReplicasShareThirtySyncs(t *testing.T) {
 	for file, text := range canaryExample(t, "v2") {
 		files[canarySync+"/"+file] = text
 	}
-	apps.commit("api v2", files)
+	apps.Commit("api v2", files)
 	waitForDeployment(t, canaryNS, "api", "step 2/5 waiting for promote", phaseIs(2, "Paused", "canary step 2/5"))
 
 	victim := slices.Index(rs.ids, holders[p.sync(canarySync)])
@@ -336,7 +337,7 @@ func TestReplicasShareThirtySyncs(t *testing.T) {
 			n, pods, strings.Join(endpoints.history(mark), "\n"))
 	}
 	last := slices.Index(syncs, moved[len(moved)-1])
-	next := apps.commit("after the move", map[string]string{fmt.Sprintf("s%02d/config.yaml", last): configMapDoc(
+	next := apps.Commit("after the move", map[string]string{fmt.Sprintf("s%02d/config.yaml", last): configMapDoc(
 		teams[last%len(teams)], "cfg-"+syncs[last], "two")})
 	p.waitForSynced(t, fmt.Sprintf("s%02d", last), next)
 	rs.checkOneWriterAtATime(t, teams)

@@ -45,14 +45,14 @@ func checkPods(t *testing.T, ns, selector string, n int, image string) {
 // fewer than 4 ready endpoints, and no pod is left over.
 func TestBlueGreenSurvivesSIGKILL(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("shop v1", blueGreenExample(t, "v1", "5s"))
+	s.repo.Commit("shop v1", blueGreenExample(t, "v1", "5s"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "shop-blue", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "shop")
 	endpoints.waitReady(t, "4 blue endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 
-	s.repo.commit("shop v2", blueGreenExample(t, "v2", "5s"))
+	s.repo.Commit("shop v2", blueGreenExample(t, "v2", "5s"))
 	waitForDeployment(t, s.ns, "shop-blue", "revision 2 started", func(d *appsv1.Deployment) bool {
 		return d.Annotations["plimsoll.dev/revision"] == "2"
 	})
@@ -74,14 +74,14 @@ func TestBlueGreenSurvivesSIGKILL(t *testing.T) {
 // never below 4 ready endpoints.
 func TestCanarySurvivesSIGKILL(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("api v1", canaryExample(t, "v1"))
+	s.repo.Commit("api v1", canaryExample(t, "v1"))
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "api")
 	endpoints.waitReady(t, "4 stable endpoints", func(pods []string) bool { return len(pods) == 4 })
 	mark := endpoints.mark()
 
-	s.repo.commit("api v2", canaryExample(t, "v2"))
+	s.repo.Commit("api v2", canaryExample(t, "v2"))
 	waitForDeployment(t, s.ns, "api", "revision 2 started", func(d *appsv1.Deployment) bool {
 		return d.Annotations["plimsoll.dev/revision"] == "2"
 	})

@@ -17,15 +17,6 @@ func colorTree(color string) map[string]string {
 	return map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  color: " + color + "\n"}
 }
 
-// forcePush points the branch at commit, as `git reset --hard` and
-// `git push --force` do, and leaves the work tree there for the next
-// commit.
-func (r *gitRepo) forcePush(commit string) {
-	r.t.Helper()
-	r.git(r.work, "reset", "--quiet", "--hard", commit)
-	r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+r.branch)
-}
-
 // color reads ConfigMap app's color in the sync's namespace.
 func (s *syncTarget) color(t *testing.T) string {
 	t.Helper()
@@ -67,14 +58,14 @@ func (s *syncTarget) waitForHeld(t *testing.T, commit string, says ...string) st
 func TestRewindHeldUntilAccepted(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	v1 := s.repo.commit("v1", colorTree("one"))
+	v1 := s.repo.Commit("v1", colorTree("one"))
 	kit.StartDaemon(t, s, "--interval", "1s", "--hold-rewinds")
 	s.waitForCommit(t, v1)
-	v2 := s.repo.commit("v2", colorTree("two"))
+	v2 := s.repo.Commit("v2", colorTree("two"))
 	s.waitForCommit(t, v2)
 
 	t.Log("1. the branch is force-pushed back to v1")
-	s.repo.forcePush(v1)
+	s.repo.ForcePush(v1)
 	accept := "kubectl -n " + s.ns + " annotate --overwrite configmap plimsoll-sync-" + s.ns + " plimsoll.dev/accept-rewind=" + v1
 	msg := s.waitForHeld(t, v1, "commit "+v1[:7]+" held: it does not descend from the applied commit "+v2[:7], accept)
 	if got := s.color(t); got != "two" {
@@ -92,7 +83,7 @@ func TestRewindHeldUntilAccepted(t *testing.T) {
 	}
 
 	t.Log("2. v3 on top of v1 is held too; accepting v1 accepts nothing")
-	v3 := s.repo.commit("v3", colorTree("three"))
+	v3 := s.repo.Commit("v3", colorTree("three"))
 	s.waitForHeld(t, v3, "commit "+v3[:7]+" held: it does not descend from the applied commit "+v2[:7])
 	kubectl(t, "-n", s.ns, "annotate", "--overwrite", "configmap", "plimsoll-sync-"+s.ns, "plimsoll.dev/accept-rewind="+v1)
 	s.waitForHeld(t, v3, "plimsoll.dev/accept-rewind names "+v1+", not this commit")
@@ -126,16 +117,16 @@ func TestRewindHeldUntilAccepted(t *testing.T) {
 func TestRewindAppliedByDefault(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	v0 := s.repo.commit("v0", colorTree("zero"))
-	v1 := s.repo.commit("v1", colorTree("one"))
+	v0 := s.repo.Commit("v0", colorTree("zero"))
+	v1 := s.repo.Commit("v1", colorTree("one"))
 	s.mustSync(t)
-	s.repo.commit("v2", colorTree("two"))
+	s.repo.Commit("v2", colorTree("two"))
 	s.mustSync(t)
 	if got := s.color(t); got != "two" {
 		t.Fatalf("ConfigMap app is %q after v2, want two", got)
 	}
 
-	s.repo.forcePush(v1)
+	s.repo.ForcePush(v1)
 	s.mustSync(t)
 	if st := s.status(t); st["plimsoll.dev/sync-status"] != "Synced" || st["plimsoll.dev/commit"] != v1 {
 		t.Errorf("without --hold-rewinds: status %q at %s, want Synced at v1 %s", st["plimsoll.dev/sync-status"], st["plimsoll.dev/commit"], v1)
@@ -145,7 +136,7 @@ func TestRewindAppliedByDefault(t *testing.T) {
 	}
 
 	t.Log("with --hold-rewinds, v0 (older than v1, now applied) is held")
-	s.repo.forcePush(v0)
+	s.repo.ForcePush(v0)
 	out, code := s.syncOnce(t, "--hold-rewinds")
 	if code == 0 || !strings.Contains(out, "commit "+v0[:7]+" held: it does not descend from the applied commit "+v1[:7]) {
 		t.Errorf("sync --once --hold-rewinds of a rewind: exit %d, output:\n%s", code, out)

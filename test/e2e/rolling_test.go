@@ -164,7 +164,7 @@ func annotate(t *testing.T, ns, key, value string) {
 func TestRollingRollout(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	first := s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
+	first := s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. first sync: Healthy, revision 1, the commit, the template hash")
@@ -176,7 +176,7 @@ func TestRollingRollout(t *testing.T) {
 
 	t.Log("2. an image change: revision 2, Progressing then Healthy, in kubectl rollout history")
 	phases := watchPhases(t, s.ns, "web")
-	second := s.repo.commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
+	second := s.repo.Commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
 	d = waitForRevision(t, s.ns, 2, "Healthy")
 	if seen := phases.seen(); !slices.Contains(seen, "2:Progressing") {
 		t.Errorf("phases seen %v, want 2:Progressing before 2:Healthy", seen)
@@ -194,7 +194,7 @@ func TestRollingRollout(t *testing.T) {
 	hash2 := d.Annotations["plimsoll.dev/template-hash"]
 
 	t.Log("3. a replicas-only change: the revision stays 2 and the Deployment scales")
-	s.repo.commit("scale to 6", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v2")})
+	s.repo.Commit("scale to 6", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v2")})
 	waitForComplete(t, s.ns, "web", 6)
 	d = waitForRevision(t, s.ns, 2, "Healthy")
 	if d.Annotations["plimsoll.dev/template-hash"] != hash2 {
@@ -202,7 +202,7 @@ func TestRollingRollout(t *testing.T) {
 	}
 
 	t.Log("4. an image that cannot be pulled: rolled back, Degraded, failed-hash set, not retried")
-	bad := s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:does-not-exist")})
+	bad := s.repo.Commit("web broken", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:does-not-exist")})
 	d = waitForRevision(t, s.ns, 3, "Degraded")
 	msg := d.Annotations["plimsoll.dev/message"]
 	t.Logf("message: %s", msg)
@@ -246,7 +246,7 @@ func TestRollingRollout(t *testing.T) {
 	checkResyncQuiet(t, s, daemon)
 
 	t.Log("then a good commit makes it Healthy")
-	s.repo.commit("web v3", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v3")})
+	s.repo.Commit("web v3", map[string]string{"web.yaml": rollingDeployment(6, "registry.example/web:v3")})
 	waitForRevision(t, s.ns, 4, "Healthy")
 	if ready, _ := podImages(t, s.ns); len(ready) != 6 || slices.Contains(ready, "registry.example/web:v2") {
 		t.Errorf("after the good commit: ready pods %v, want 6 on v3", ready)
@@ -256,11 +256,11 @@ func TestRollingRollout(t *testing.T) {
 // TestRollingWithoutAutoRollback leaves a failed revision in place.
 func TestRollingWithoutAutoRollback(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1", "plimsoll.dev/auto-rollback", "false")})
+	s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1", "plimsoll.dev/auto-rollback", "false")})
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
-	s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist", "plimsoll.dev/auto-rollback", "false")})
+	s.repo.Commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist", "plimsoll.dev/auto-rollback", "false")})
 	d := waitForRevision(t, s.ns, 2, "Degraded")
 	t.Logf("message: %s", d.Annotations["plimsoll.dev/message"])
 	if d.Annotations["plimsoll.dev/failed-hash"] == "" || !strings.Contains(d.Annotations["plimsoll.dev/message"], "auto-rollback is off") {
@@ -278,7 +278,7 @@ func TestRollingWithoutAutoRollback(t *testing.T) {
 // with resume.
 func TestRollingPauseResume(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
+	s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
@@ -288,7 +288,7 @@ func TestRollingPauseResume(t *testing.T) {
 		_, pending := d.Annotations["plimsoll.dev/command"]
 		return d.Spec.Paused && !pending, nil
 	})
-	s.repo.commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
+	s.repo.Commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
 	waitForRevision(t, s.ns, 2, "Paused")
 	holdsFor(t, "the paused revision not rolling out", 3*time.Second, func(ctx context.Context) error {
 		if ready, unready := podImages(t, s.ns); len(unready) > 0 || slices.Contains(ready, "registry.example/web:v2") {
@@ -309,11 +309,11 @@ func TestRollingPauseResume(t *testing.T) {
 func TestRollingSurvivesSIGKILL(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
+	s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	d := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
 
-	s.repo.commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
+	s.repo.Commit("web v2", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v2")})
 	waitFor(t, "revision 2 to start", func(ctx context.Context) (bool, error) {
 		return workload(t, s.ns).Annotations["plimsoll.dev/revision"] == "2", nil
 	})
@@ -337,10 +337,10 @@ func TestRollingSurvivesSIGKILL(t *testing.T) {
 // it fails and is rolled back again).
 func TestRollingRetry(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:v1")})
+	s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:v1")})
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForRevision(t, s.ns, 1, "Healthy")
-	s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:does-not-exist")})
+	s.repo.Commit("web broken", map[string]string{"web.yaml": rollingDeployment(2, "registry.example/web:does-not-exist")})
 	failed := waitForRevision(t, s.ns, 2, "Degraded").Annotations["plimsoll.dev/failed-hash"]
 	if failed == "" {
 		t.Fatal("no failed-hash after the failure")
@@ -367,7 +367,7 @@ func TestRollingRetry(t *testing.T) {
 func TestRollingRollbackToStable(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
+	s.repo.Commit("web v1", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:v1")})
 	kit.StartDaemon(t, s, "--interval", "1s")
 	d := waitForRevision(t, s.ns, 1, "Healthy")
 	if stable := d.Annotations["plimsoll.dev/stable-hash"]; stable == "" || stable != d.Annotations["plimsoll.dev/template-hash"] {
@@ -377,7 +377,7 @@ func TestRollingRollbackToStable(t *testing.T) {
 	t.Log("revision 2's pods take a minute to count as available: it is still rolling out when revision 3 comes")
 	slow := strings.Replace(rollingDeployment(4, "registry.example/web:v2"), "progressDeadlineSeconds: 10",
 		"progressDeadlineSeconds: 600\n  minReadySeconds: 60", 1)
-	s.repo.commit("web v2, slow", map[string]string{"web.yaml": slow})
+	s.repo.Commit("web v2, slow", map[string]string{"web.yaml": slow})
 	waitFor(t, "revision 2 under way, with pods of its own", func(ctx context.Context) (bool, error) {
 		ready, _ := podImages(t, s.ns)
 		d := workload(t, s.ns)
@@ -385,7 +385,7 @@ func TestRollingRollbackToStable(t *testing.T) {
 			slices.Contains(ready, "registry.example/web:v2"), nil
 	})
 
-	bad := s.repo.commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist")})
+	bad := s.repo.Commit("web broken", map[string]string{"web.yaml": rollingDeployment(4, "registry.example/web:does-not-exist")})
 	d = waitForRevision(t, s.ns, 3, "Degraded")
 	msg := d.Annotations["plimsoll.dev/message"]
 	t.Logf("message: %s", msg)

@@ -57,7 +57,7 @@ func TestSOPSSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	decryption := []string{"--decryption-secret", s.ns + "/sops-keys"}
-	s.repo.commit("db and api, encrypted", sopsTree(t, pass1, token, id, id))
+	s.repo.Commit("db and api, encrypted", sopsTree(t, pass1, token, id, id))
 
 	t.Log("1. without a key, the encrypted file is refused, saying so")
 	out, code := s.syncOnce(t)
@@ -71,7 +71,7 @@ func TestSOPSSecrets(t *testing.T) {
 	checkSecretValue(t, s.ns, "api-token", "token", token)
 
 	t.Log("3. plimsoll diff of a new password names the key, not the values")
-	second := s.repo.commit("db: new password", sopsTree(t, pass2, token, id, id))
+	second := s.repo.Commit("db: new password", sopsTree(t, pass2, token, id, id))
 	diff, code := runPlimsoll(t, append([]string{"diff"}, s.flags(decryption...)...)...)
 	if code != 1 || !strings.Contains(diff, "-  password: '[redacted: old value]'") || !strings.Contains(diff, "+  password: '[redacted: new value]'") {
 		t.Fatalf("plimsoll diff exited %d, want 1 and the password's key:\n%s", code, diff)
@@ -97,7 +97,7 @@ func TestSOPSSecrets(t *testing.T) {
 		{"wrong key", sopsTree(t, pass2, token, other, id), fmt.Sprintf("deploy/db.yaml: SOPS-encrypted for age %s, and no key of decryption Secret %s/sops-keys decrypts it: it holds age %s",
 			other.Recipient(), s.ns, id.Recipient())},
 	} {
-		head := s.repo.commit(bad.name, merge(bad.files, marker))
+		head := s.repo.Commit(bad.name, merge(bad.files, marker))
 		var msg string
 		waitFor(t, "commit "+head[:7]+" ("+bad.name+") to be refused", func(ctx context.Context) (bool, error) {
 			st := s.statusAnnotations(ctx)

@@ -248,7 +248,7 @@ func TestStrategySwitchTable(t *testing.T) {
 	}
 	from := func(sc switchCase) string { return sc.from }
 	s := newSyncTarget(t)
-	s.repo.commit("the workloads at v1", tree(func(switchCase) string { return "v1" }, from, true))
+	s.repo.Commit("the workloads at v1", tree(func(switchCase) string { return "v1" }, from, true))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	watches := map[string]*endpointWatch{}
 	for _, sc := range cases {
@@ -274,7 +274,7 @@ func TestStrategySwitchTable(t *testing.T) {
 		}
 		return "v1"
 	}
-	s.repo.commit("the mid and delay rows at v2", tree(v2, from, true))
+	s.repo.Commit("the mid and delay rows at v2", tree(v2, from, true))
 	for _, sc := range cases {
 		switch {
 		case sc.mid:
@@ -297,7 +297,7 @@ func TestStrategySwitchTable(t *testing.T) {
 	for name, w := range watches {
 		marks[name] = w.mark()
 	}
-	s.repo.commit("every row switches strategy", tree(func(switchCase) string { return "v3" }, func(sc switchCase) string { return sc.to }, false))
+	s.repo.Commit("every row switches strategy", tree(func(switchCase) string { return "v3" }, func(sc switchCase) string { return sc.to }, false))
 	for _, sc := range cases {
 		revision := 2
 		if sc.second() {

@@ -36,7 +36,7 @@ func TestStrategySwitch(t *testing.T) {
 	const blueGreen = "    plimsoll.dev/strategy: blue-green\n    plimsoll.dev/active-service: web\n    plimsoll.dev/scale-down-delay: 3s\n"
 	const canary = "    plimsoll.dev/strategy: canary\n    plimsoll.dev/service: web\n    plimsoll.dev/steps: \"50%, 100%\"\n"
 	s := newSyncTarget(t)
-	s.repo.commit("web v1, rolling", switchedExample(t, "v1", ""))
+	s.repo.Commit("web v1, rolling", switchedExample(t, "v1", ""))
 	daemon := kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	endpoints := watchEndpoints(t, s.ns, "web")
@@ -44,7 +44,7 @@ func TestStrategySwitch(t *testing.T) {
 
 	t.Log("1. rolling to blue-green: blue takes over from web, which scales to 0")
 	mark := endpoints.mark()
-	v2 := s.repo.commit("web v2, blue-green", switchedExample(t, "v2", blueGreen))
+	v2 := s.repo.Commit("web v2, blue-green", switchedExample(t, "v2", blueGreen))
 	waitForDeployment(t, s.ns, "web-blue", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "web", "scaled to 0", scaledTo(0))
 	if got := selector(t, s.ns, "web")["plimsoll.dev/color"]; got != "blue" {
@@ -58,7 +58,7 @@ func TestStrategySwitch(t *testing.T) {
 
 	t.Log("2. back to rolling: web takes over; the colors and the color selector go")
 	mark = endpoints.mark()
-	s.repo.commit("web v3, rolling", switchedExample(t, "v3", ""))
+	s.repo.Commit("web v3, rolling", switchedExample(t, "v3", ""))
 	waitForDeployment(t, s.ns, "web", "revision 3 Healthy", phaseIs(3, "Healthy"))
 	waitFor(t, "the colors to be deleted", func(ctx context.Context) (bool, error) {
 		return getDeployment(t, s.ns, "web-blue") == nil && getDeployment(t, s.ns, "web-green") == nil, nil
@@ -78,7 +78,7 @@ func TestStrategySwitch(t *testing.T) {
 
 	t.Log("3. rolling to canary: web becomes the stable Deployment; the canary goes through 50% to 100%")
 	mark = endpoints.mark()
-	s.repo.commit("web v4, canary", switchedExample(t, "v4", canary))
+	s.repo.Commit("web v4, canary", switchedExample(t, "v4", canary))
 	waitForDeployment(t, s.ns, "web", "revision 4 Healthy", phaseIs(4, "Healthy"))
 	waitForDeployment(t, s.ns, "web-canary", "scaled to 0", scaledTo(0))
 	if got := selector(t, s.ns, "web")["plimsoll.dev/serving"]; got != "true" {
@@ -95,7 +95,7 @@ func TestStrategySwitch(t *testing.T) {
 
 	t.Log("4. back to rolling: the canary and the serving selector go")
 	mark = endpoints.mark()
-	s.repo.commit("web v5, rolling", switchedExample(t, "v5", ""))
+	s.repo.Commit("web v5, rolling", switchedExample(t, "v5", ""))
 	waitForDeployment(t, s.ns, "web", "revision 5 Healthy", phaseIs(5, "Healthy"))
 	waitFor(t, "the canary to be deleted", func(ctx context.Context) (bool, error) {
 		return getDeployment(t, s.ns, "web-canary") == nil, nil

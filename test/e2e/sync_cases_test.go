@@ -15,14 +15,14 @@ import (
 // then lets it through once the window is gone.
 func TestSyncHeldByWindow(t *testing.T) {
 	s := newSyncTarget(t)
-	first := s.repo.commit("base", baseTree())
+	first := s.repo.Commit("base", baseTree())
 	s.mustSync(t)
 	waitForComplete(t, s.ns, "web", 1)
 	before := resourceVersions(t, baseObjects(s.ns))
 
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: green", 1)
-	second := s.repo.commit("paint it green", files)
+	second := s.repo.Commit("paint it green", files)
 	out, code := s.syncOnce(t, "--window", "deny * * * * * 1h")
 	if code == 0 || !strings.Contains(out, "held") {
 		t.Fatalf("sync in a deny window: exit %d, want non-zero and a word on the hold:\n%s", code, out)
@@ -50,13 +50,13 @@ func TestSyncForceRecreate(t *testing.T) {
 	frozen := func(v string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\n  annotations:\n    plimsoll.dev/force: \"true\"\nimmutable: true\ndata:\n  k: " + v + "\n"
 	}
-	s.repo.commit("frozen v1", map[string]string{"frozen.yaml": frozen("v1")})
+	s.repo.Commit("frozen v1", map[string]string{"frozen.yaml": frozen("v1")})
 	s.mustSync(t)
 	old, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "frozen", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.repo.commit("frozen v2", map[string]string{"frozen.yaml": frozen("v2")})
+	s.repo.Commit("frozen v2", map[string]string{"frozen.yaml": frozen("v2")})
 	s.mustSync(t)
 	cm, err := suite.client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "frozen", metav1.GetOptions{})
 	if err != nil {
@@ -71,13 +71,13 @@ func TestSyncForceRecreate(t *testing.T) {
 // disabled when its file leaves Git, and prunes its neighbour.
 func TestSyncPruneDisabled(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("two", map[string]string{
+	s.repo.Commit("two", map[string]string{
 		"keep.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n  annotations:\n    plimsoll.dev/prune: disabled\n",
 		"drop.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: drop\n",
 		"stay.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stay\n",
 	})
 	s.mustSync(t)
-	s.repo.commit("remove two", map[string]string{"keep.yaml": "", "drop.yaml": ""})
+	s.repo.Commit("remove two", map[string]string{"keep.yaml": "", "drop.yaml": ""})
 	s.mustSync(t)
 	if resourceVersion(t, object{gvr: configMaps, namespace: s.ns, name: "keep"}) == "" {
 		t.Error("ConfigMap keep (prune: disabled) was pruned")
@@ -91,16 +91,16 @@ func TestSyncPruneDisabled(t *testing.T) {
 // deletes the branch (refused: nothing pruned).
 func TestSyncFollowsBranch(t *testing.T) {
 	s := newSyncTarget(t)
-	s.repo.commit("base", baseTree())
+	s.repo.Commit("base", baseTree())
 	s.mustSync(t)
 	waitForComplete(t, s.ns, "web", 1)
 
 	t.Log("a force-push of an unrelated history is applied")
-	s.repo.git(s.repo.work, "checkout", "--quiet", "--orphan", "rewritten")
-	s.repo.git(s.repo.work, "rm", "-r", "--quiet", "--cached", ".")
+	s.repo.Git(s.repo.Work(), "checkout", "--quiet", "--orphan", "rewritten")
+	s.repo.Git(s.repo.Work(), "rm", "-r", "--quiet", "--cached", ".")
 	files := baseTree()
 	files["config.yaml"] = strings.Replace(files["config.yaml"], "color: blue", "color: red", 1)
-	rewritten := s.repo.commit("rewritten history", files)
+	rewritten := s.repo.Commit("rewritten history", files)
 	s.mustSync(t)
 	if st := s.status(t); st["plimsoll.dev/commit"] != rewritten {
 		t.Fatalf("after a force-push: status %v, want commit %s", st, rewritten[:7])
@@ -112,7 +112,7 @@ func TestSyncFollowsBranch(t *testing.T) {
 
 	t.Log("a deleted branch fails the sync and prunes nothing")
 	before := resourceVersions(t, baseObjects(s.ns))
-	s.repo.git(s.repo.bare, "update-ref", "-d", "refs/heads/main")
+	s.repo.Git(s.repo.Bare(), "update-ref", "-d", "refs/heads/main")
 	out, code := s.syncOnce(t)
 	if code == 0 {
 		t.Fatalf("sync of a deleted branch exited 0:\n%s", out)

@@ -131,7 +131,7 @@ func TestSyncFirstCommit(t *testing.T) {
 	s := newSyncTarget(t)
 	tree := newFirstTree(s.ns)
 	tree.cleanup(t)
-	head := s.repo.commit("first commit", tree.files())
+	head := s.repo.Commit("first commit", tree.files())
 
 	s.mustSync(t)
 
@@ -175,7 +175,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 	tree := newFirstTree(s.ns)
 	tree.cleanup(t)
 	files := tree.files()
-	s.repo.commit("first commit", files)
+	s.repo.Commit("first commit", files)
 	s.mustSync(t)
 	waitForComplete(t, s.ns, "web", 2) // the Deployment controller is done writing
 	all := tree.objects()
@@ -183,7 +183,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 	t.Log("a commit that changes one object of config/app.yaml writes that object only")
 	before := resourceVersions(t, all)
 	files["config/app.yaml"] = strings.Replace(files["config/app.yaml"], "color: blue", "color: green", 1)
-	s.repo.commit("paint it green", map[string]string{"config/app.yaml": files["config/app.yaml"]})
+	s.repo.Commit("paint it green", map[string]string{"config/app.yaml": files["config/app.yaml"]})
 	s.mustSync(t)
 	after := resourceVersions(t, all)
 	app := object{gvr: configMaps, namespace: s.ns, name: "app"}
@@ -196,7 +196,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 
 	t.Log("a commit that deletes service.yaml prunes exactly the Service")
 	before = after
-	s.repo.commit("drop the service", map[string]string{"service.yaml": ""})
+	s.repo.Commit("drop the service", map[string]string{"service.yaml": ""})
 	s.mustSync(t)
 	after = resourceVersions(t, all)
 	svc := object{gvr: services, namespace: s.ns, name: "web"}

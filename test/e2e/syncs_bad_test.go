@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // TestBadDeclarationsChangeNothing: each bad declaration the root's Git
@@ -22,10 +23,10 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
 	a := p.team(t, "team-a")
-	apps := newGitRepo(t)
-	first := apps.commit("team a", map[string]string{"config.yaml": configMapDoc(a, "a-config", "one")})
+	apps := testgit.New(t)
+	first := apps.Commit("team a", map[string]string{"config.yaml": configMapDoc(a, "a-config", "one")})
 	good := fmt.Sprintf("repository: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n", apps.URL(), a, a)
-	p.root.commit("team a", map[string]string{"teams/a.yaml": p.declaration("team-a", good)})
+	p.root.Commit("team a", map[string]string{"teams/a.yaml": p.declaration("team-a", good)})
 	kit.StartDaemon(t, p)
 	p.waitForSynced(t, "team-a", first)
 	declared, err := suite.client.CoreV1().ConfigMaps(p.home).Get(context.Background(), p.sync("team-a"), metav1.GetOptions{})
@@ -54,7 +55,7 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 			want: []string{"declared in namespace " + a, "only from namespace " + p.home}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := p.root.commit(tc.name, tc.files)
+			bad := p.root.Commit(tc.name, tc.files)
 			msg := p.waitForRefused(t, "root", bad)
 			for _, w := range tc.want {
 				if !strings.Contains(msg, w) {
@@ -74,10 +75,10 @@ func TestBadDeclarationsChangeNothing(t *testing.T) {
 					undo[file] = ""
 				}
 			}
-			p.root.commit("back to good", undo)
+			p.root.Commit("back to good", undo)
 		})
 	}
-	next := apps.commit("team a goes on", map[string]string{"config.yaml": configMapDoc(a, "a-config", "two")})
+	next := apps.Commit("team a goes on", map[string]string{"config.yaml": configMapDoc(a, "a-config", "two")})
 	p.waitForSynced(t, "team-a", next)
 	if got := configMapData(t, a, "a-config")["value"]; got != "two" {
 		t.Errorf("team a's ConfigMap holds %q, want two", got)
@@ -92,12 +93,12 @@ func TestHangingRepositoryDelaysNoOtherSync(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
 	slowNS, fastNS := p.team(t, "slow"), p.team(t, "fast")
-	slowRepo, fastRepo := newGitRepo(t), newGitRepo(t)
+	slowRepo, fastRepo := testgit.New(t), testgit.New(t)
 	server := newGitServer(t, slowRepo, "ci", "s3cret")
 	kubectl(t, "-n", p.home, "create", "secret", "generic", "slow-git", "--from-literal=username=ci", "--from-literal=password=s3cret")
-	slowHead := slowRepo.commit("slow", map[string]string{"config.yaml": configMapDoc(slowNS, "slow", "one")})
-	fastHead := fastRepo.commit("fast", map[string]string{"config.yaml": configMapDoc(fastNS, "fast", "one")})
-	p.root.commit("two teams", map[string]string{
+	slowHead := slowRepo.Commit("slow", map[string]string{"config.yaml": configMapDoc(slowNS, "slow", "one")})
+	fastHead := fastRepo.Commit("fast", map[string]string{"config.yaml": configMapDoc(fastNS, "fast", "one")})
+	p.root.Commit("two teams", map[string]string{
 		"slow.yaml": p.declaration("slow", fmt.Sprintf("repository: %s\ncredentials: slow-git\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n",
 			server.URL(slowRepo), slowNS, slowNS)),
 		"fast.yaml": p.declaration("fast", fmt.Sprintf("repository: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n",
@@ -110,7 +111,7 @@ func TestHangingRepositoryDelaysNoOtherSync(t *testing.T) {
 	server.setMode(serverHang)
 	waitFor(t, "the slow repository's poll to hang", func(context.Context) (bool, error) { return server.hangingNow() > 0, nil })
 	pushed := time.Now()
-	next := fastRepo.commit("fast goes on", map[string]string{"config.yaml": configMapDoc(fastNS, "fast", "two")})
+	next := fastRepo.Commit("fast goes on", map[string]string{"config.yaml": configMapDoc(fastNS, "fast", "two")})
 	p.waitForSynced(t, "fast", next)
 	t.Logf("the fast sync applied its commit %s after the push, while the slow repository hung", time.Since(pushed).Round(time.Millisecond))
 	if server.hangingNow() == 0 {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // strategyWorkloads is a team repository of one workload of each
@@ -45,8 +46,8 @@ func TestTeamRights(t *testing.T) {
 	p := newPlatform(t)
 	guide := p.teamWith(t, "guide", func(ns string) string { return docTeam(t, ns) })
 	role := p.teamWith(t, "role", func(ns string) string { return teamAccount(ns) + docRole(t, ns, "", "") })
-	good := newGitRepo(t)
-	v1 := good.commit("v1", strategyWorkloads("v1"))
+	good := testgit.New(t)
+	v1 := good.Commit("v1", strategyWorkloads("v1"))
 
 	// Each right, taken away in turn: the name of the sync, and the
 	// resource and verb it lacks.
@@ -69,7 +70,7 @@ func TestTeamRights(t *testing.T) {
 	// one is refused before anything of it is applied.
 	noPrune := p.teamWith(t, "no-prune", func(ns string) string { return teamAccount(ns) + docRole(t, ns, "configmaps", "delete") })
 	declarations["no-prune.yaml"] = decl("no-prune", noPrune)
-	rootHead := p.root.commit("teams", declarations)
+	rootHead := p.root.Commit("teams", declarations)
 	d := kit.StartDaemon(t, p)
 	p.waitForSynced(t, "root", rootHead)
 
@@ -100,7 +101,7 @@ func TestTeamRights(t *testing.T) {
 	p.waitForSynced(t, "no-prune", v1)
 	v2files := strategyWorkloads("v2")
 	v2files["config.yaml"] = "" // the ConfigMap leaves Git
-	v2 := good.commit("v2", v2files)
+	v2 := good.Commit("v2", v2files)
 	msg := p.waitForRefused(t, "no-prune", v2)
 	for _, want := range []string{"rights check failed", "prune ConfigMap " + noPrune + "/settings", "may not delete configmaps in namespace " + noPrune} {
 		if !strings.Contains(msg, want) {

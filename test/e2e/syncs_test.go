@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // platform is the home of a daemon of many syncs: its namespace (the
@@ -25,7 +26,7 @@ import (
 // each team.
 type platform struct {
 	home       string
-	root       *gitRepo
+	root       *testgit.Repo
 	kubeconfig string
 	cacheDir   string
 }
@@ -34,7 +35,7 @@ type platform struct {
 // identity.
 func newPlatform(t *testing.T) *platform {
 	t.Helper()
-	p := &platform{home: kit.NewNamespace(t, suite.client, "syncs"), root: newGitRepo(t), cacheDir: t.TempDir()}
+	p := &platform{home: kit.NewNamespace(t, suite.client, "syncs"), root: testgit.New(t), cacheDir: t.TempDir()}
 	role := "plimsoll-e2e-" + p.home
 	kubectlApply(t, p.home, map[string]string{"rbac.yaml": fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
@@ -228,12 +229,12 @@ func TestDeclaredSyncs(t *testing.T) {
 	parallel(t)
 	p := newPlatform(t)
 	a, b, c := p.team(t, "team-a"), p.team(t, "team-b"), p.team(t, "team-c")
-	apps, other := newGitRepo(t), newGitRepo(t)
-	apps.commit("teams a and b", map[string]string{
+	apps, other := testgit.New(t), testgit.New(t)
+	apps.Commit("teams a and b", map[string]string{
 		"a/config.yaml": configMapDoc(a, "a-config", "one"),
 		"b/config.yaml": configMapDoc(b, "b-config", "one"),
 	})
-	other.commit("team c", map[string]string{"config.yaml": configMapDoc(c, "c-config", "one")})
+	other.Commit("team c", map[string]string{"config.yaml": configMapDoc(c, "c-config", "one")})
 	decl := func(name, repo, path, ns string, extra string) string {
 		return p.declaration(name, fmt.Sprintf("repository: %s\npath: %s\ninterval: 2s\nnamespace: %s\nserviceAccount: %s/deployer\n%s",
 			repo, path, ns, ns, extra))
@@ -243,13 +244,13 @@ func TestDeclaredSyncs(t *testing.T) {
 		"teams/b.yaml": decl("team-b", apps.URL(), "b", b, "prune: false\n"),
 		"teams/c.yaml": decl("team-c", other.URL(), ".", c, ""),
 	}
-	rootHead := p.root.commit("three teams", declarations)
+	rootHead := p.root.Commit("three teams", declarations)
 	d := kit.StartDaemon(t, p)
 	p.waitForSynced(t, "root", rootHead)
-	appsHead := strings.TrimSpace(apps.git(apps.work, "rev-parse", "HEAD"))
+	appsHead := apps.Head()
 	p.waitForSynced(t, "team-a", appsHead)
 	p.waitForSynced(t, "team-b", appsHead)
-	p.waitForSynced(t, "team-c", strings.TrimSpace(other.git(other.work, "rev-parse", "HEAD")))
+	p.waitForSynced(t, "team-c", other.Head())
 	for ns, name := range map[string]string{a: "a-config", b: "b-config", c: "c-config"} {
 		if got := configMapData(t, ns, name)["value"]; got != "one" {
 			t.Errorf("ConfigMap %s/%s holds %q, want one", ns, name, got)
@@ -276,7 +277,7 @@ func TestDeclaredSyncs(t *testing.T) {
 
 	// Team b reaches into team a's namespace: its account may not, the
 	// dry-run says so, and nothing of the commit is applied.
-	intrusion := apps.commit("team b reaches into team a", map[string]string{
+	intrusion := apps.Commit("team b reaches into team a", map[string]string{
 		"b/config.yaml":    configMapDoc(b, "b-config", "two"),
 		"b/new.yaml":       configMapDoc(b, "b-new", "two"),
 		"b/intrusion.yaml": configMapDoc(a, "from-b", "taken"),
@@ -297,7 +298,7 @@ func TestDeclaredSyncs(t *testing.T) {
 
 	// Teams b (prune off) and c leave Git.
 	delete(declarations, "teams/b.yaml")
-	gone := p.root.commit("teams b and c leave", map[string]string{"teams/b.yaml": "", "teams/c.yaml": ""})
+	gone := p.root.Commit("teams b and c leave", map[string]string{"teams/b.yaml": "", "teams/c.yaml": ""})
 	p.waitForSynced(t, "root", gone)
 	waitFor(t, "the records of teams b and c to go", func(context.Context) (bool, error) {
 		return p.record(t, "team-b") == nil && p.record(t, "team-c") == nil, nil

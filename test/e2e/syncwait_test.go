@@ -23,11 +23,11 @@ func TestSyncOnceWait(t *testing.T) {
 	}
 
 	t.Log("1. first revisions, then v2 of both: each line printed, exit 0")
-	s.repo.commit("v1", tree("v1", "v1", quick...))
+	s.repo.Commit("v1", tree("v1", "v1", quick...))
 	if out, code := s.syncOnce(t, "--wait", "--timeout", "2m"); code != 0 {
 		t.Fatalf("sync --once --wait exited %d:\n%s", code, out)
 	}
-	s.repo.commit("v2", tree("v2", "v2", quick...))
+	s.repo.Commit("v2", tree("v2", "v2", quick...))
 	out, code := s.syncOnce(t, "--wait", "--timeout", "2m")
 	t.Logf("output:\n%s", out)
 	if code != 0 {
@@ -43,7 +43,7 @@ func TestSyncOnceWait(t *testing.T) {
 	}
 
 	t.Log("2. a rolling image that never starts: it ends Degraded, the exit is non-zero and names it")
-	s.repo.commit("broken web", tree("does-not-exist", "v2", quick...))
+	s.repo.Commit("broken web", tree("does-not-exist", "v2", quick...))
 	out, code = s.syncOnce(t, "--wait", "--timeout", "2m")
 	t.Logf("output:\n%s", out)
 	if code == 0 || !strings.Contains(out, "ended Degraded: "+s.ns+"/web") || !strings.Contains(out, s.ns+"/web Degraded: ") {
@@ -51,7 +51,7 @@ func TestSyncOnceWait(t *testing.T) {
 	}
 
 	t.Log("3. a canary waiting for promote: the wait times out naming it")
-	s.repo.commit("api v3 held", tree("v2", "v3"))
+	s.repo.Commit("api v3 held", tree("v2", "v3"))
 	out, code = s.syncOnce(t, "--wait", "--timeout", "15s")
 	if code == 0 || !strings.Contains(out, "timed out after 15s") || !strings.Contains(out, "still rolling: "+s.ns+"/api") {
 		t.Errorf("sync --once --wait exited %d, want a timeout naming %s/api:\n%s", code, s.ns, out)

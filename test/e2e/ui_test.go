@@ -207,7 +207,7 @@ func TestUI(t *testing.T) {
 	check := startRatioServer(t)
 	canary := "canary-value-" + randomHex(t)
 	s := newSyncTarget(t)
-	s.repo.commit("api and web v1", uiTree(t, "v1", check.url, canary))
+	s.repo.Commit("api and web v1", uiTree(t, "v1", check.url, canary))
 	addr, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestUI(t *testing.T) {
 				if (w && !window.weightSeen[w.textContent]) { window.weightSeen[w.textContent] = Date.now(); }
 			}).observe(document.getElementById('main'), {childList: true, subtree: true}); true`)
 
-		s.repo.commit("api v2", uiTree(t, "v2", check.url, canary))
+		s.repo.Commit("api v2", uiTree(t, "v2", check.url, canary))
 		waitPage(t, browser, "step 2 of revision 2: 25% set and served",
 			`document.querySelector('[data-field=step]')?.textContent === 'step 2/5' &&
 			 document.querySelector('[data-field=weight]')?.textContent === '25%' &&
@@ -575,7 +575,7 @@ func randomHex(t *testing.T) string {
 func TestUIReadsWithYourRights(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("web v1", example(t, "rolling"))
+	s.repo.Commit("web v1", example(t, "rolling"))
 	s.mustSync(t)
 	kubeconfig := viewerKubeconfig(t, s.ns)
 	addr, err := freeAddr()

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // verifyTimeout bounds the wait for the daemon to see a new commit: while
@@ -39,8 +40,8 @@ import (
 const verifyTimeout = 3 * time.Minute
 
 // signedCommit commits files with subject in r, signed one way or not at
-// all, pushes it and returns its hash.
-type signedCommit func(r *gitRepo, subject string, files map[string]string) string
+// all, pushes it and returns its hash; it fails t if it cannot.
+type signedCommit func(t *testing.T, r *testgit.Repo, subject string, files map[string]string) string
 
 // badCommit is a commit the daemon must refuse, and the words of the
 // reason its sync status must give.
@@ -104,17 +105,17 @@ func TestVerifyEitherKind(t *testing.T) {
 	s := newSyncTarget(t)
 	cms := watchConfigMaps(t, s.ns)
 
-	first := pgpCommit(pgpKey)(s.repo, "OpenPGP-signed", appTree("v1", ""))
+	first := pgpCommit(pgpKey)(t, s.repo, "OpenPGP-signed", appTree("v1", ""))
 	kit.StartDaemon(t, s, append(flags, "--interval", "1s")...)
 	s.waitForCommitWithin(t, first, verifyTimeout)
-	second := sshCommit(sshKey)(s.repo, "SSH-signed", appTree("v2", ""))
+	second := sshCommit(sshKey)(t, s.repo, "SSH-signed", appTree("v2", ""))
 	s.waitForCommitWithin(t, second, verifyTimeout)
 
-	bad := sshCommit(other)(s.repo, "SSH-signed by another key", appTree("bad", "other-key"))
+	bad := sshCommit(other)(t, s.repo, "SSH-signed by another key", appTree("bad", "other-key"))
 	s.waitForRefusal(t, bad, second, "SSH signature by ssh-ed25519 key "+fingerprint(t, otherPub)+", which is not an allowed signer")
 	fix := appTree("v3", "")
 	fix["other-key.yaml"] = "" // the work tree still holds it
-	third := pgpCommit(pgpKey)(s.repo, "OpenPGP-signed again", fix)
+	third := pgpCommit(pgpKey)(t, s.repo, "OpenPGP-signed again", fix)
 	s.waitForCommitWithin(t, third, verifyTimeout)
 	cms.assertNever(t, "other-key", "app=bad")
 }
@@ -130,7 +131,7 @@ func TestVerifyEitherKind(t *testing.T) {
 func verifySequence(t *testing.T, flags []string, good signedCommit, bad []badCommit) {
 	s := newSyncTarget(t)
 	cms := watchConfigMaps(t, s.ns)
-	first := good(s.repo, "first", appTree("v1", ""))
+	first := good(t, s.repo, "first", appTree("v1", ""))
 	d := kit.StartDaemon(t, s, append(flags, "--interval", "1s")...)
 	s.waitForCommitWithin(t, first, verifyTimeout)
 	app := object{gvr: configMaps, namespace: s.ns, name: "app"}
@@ -140,7 +141,7 @@ func verifySequence(t *testing.T, flags []string, good signedCommit, bad []badCo
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
 			files := appTree("bad-"+b.name, b.name)
-			head := b.commit(s.repo, "bad: "+b.name, files)
+			head := b.commit(t, s.repo, "bad: "+b.name, files)
 			for path, content := range files {
 				tree[path] = content
 			}
@@ -162,7 +163,7 @@ func verifySequence(t *testing.T, flags []string, good signedCommit, bad []badCo
 			fix[path] = ""
 		}
 	}
-	last := good(s.repo, "fixed", fix)
+	last := good(t, s.repo, "fixed", fix)
 	s.waitForCommitWithin(t, last, verifyTimeout)
 	if v := cms.value("app"); v != "v2" {
 		t.Errorf("ConfigMap app holds %q after the last good commit, want v2", v)
@@ -236,15 +237,15 @@ func (s *syncTarget) statusAnnotations(ctx context.Context) map[string]string {
 }
 
 // unsignedCommit commits with the git command, unsigned.
-func unsignedCommit(r *gitRepo, subject string, files map[string]string) string {
-	return r.commit(subject, files)
+func unsignedCommit(_ *testing.T, r *testgit.Repo, subject string, files map[string]string) string {
+	return r.Commit(subject, files)
 }
 
 // sshCommit signs with git itself: gpg.format ssh and the private key file
 // key as user.signingkey, which makes git run ssh-keygen -Y sign -n git.
 func sshCommit(key string) signedCommit {
-	return func(r *gitRepo, subject string, files map[string]string) string {
-		return r.commitWith(subject, files, []string{"-c", "gpg.format=ssh", "-c", "user.signingkey=" + key}, "-S")
+	return func(_ *testing.T, r *testgit.Repo, subject string, files map[string]string) string {
+		return r.CommitWith(subject, files, []string{"gpg.format=ssh", "user.signingkey=" + key}, "-S")
 	}
 }
 
@@ -253,24 +254,24 @@ func sshCommit(key string) signedCommit {
 // signature go-git makes is the one git makes with gpg), then pushes with
 // git.
 func pgpCommit(key *openpgp.Entity) signedCommit {
-	return func(r *gitRepo, subject string, files map[string]string) string {
-		r.t.Helper()
-		r.write(files)
-		r.git(r.work, "add", "--all")
-		repo, err := git.PlainOpen(r.work)
+	return func(t *testing.T, r *testgit.Repo, subject string, files map[string]string) string {
+		t.Helper()
+		r.Write(files)
+		r.Git(r.Work(), "add", "--all")
+		repo, err := git.PlainOpen(r.Work())
 		if err != nil {
-			r.t.Fatalf("open the work tree with go-git: %v", err)
+			t.Fatalf("open the work tree with go-git: %v", err)
 		}
 		wt, err := repo.Worktree()
 		if err != nil {
-			r.t.Fatalf("open the work tree with go-git: %v", err)
+			t.Fatalf("open the work tree with go-git: %v", err)
 		}
-		who := &gitobject.Signature{Name: "e2e", Email: "e2e@plimsoll.dev", When: time.Now()}
+		who := &gitobject.Signature{Name: testgit.Name, Email: testgit.Email, When: time.Now()}
 		h, err := wt.Commit(subject, &git.CommitOptions{Author: who, Committer: who, SignKey: key, AllowEmptyCommits: true})
 		if err != nil {
-			r.t.Fatalf("commit signed with OpenPGP: %v", err)
+			t.Fatalf("commit signed with OpenPGP: %v", err)
 		}
-		r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+r.branch)
+		r.Push()
 		return h.String()
 	}
 }
@@ -279,24 +280,24 @@ func pgpCommit(key *openpgp.Entity) signedCommit {
 // hold a trusted key would: it takes the first commit of the branch,
 // signed by a trusted key, and swaps its tree for one holding files,
 // keeping the signature. The forged commit is pushed over the branch.
-func tamperedCommit(r *gitRepo, subject string, files map[string]string) string {
-	r.t.Helper()
-	r.write(files)
-	r.git(r.work, "add", "--all")
-	tree := strings.TrimSpace(r.git(r.work, "write-tree"))
-	root := strings.TrimSpace(r.git(r.work, "rev-list", "--max-parents=0", "HEAD"))
-	raw := r.git(r.work, "cat-file", "commit", root)
+func tamperedCommit(t *testing.T, r *testgit.Repo, subject string, files map[string]string) string {
+	t.Helper()
+	r.Write(files)
+	r.Git(r.Work(), "add", "--all")
+	tree := strings.TrimSpace(r.Git(r.Work(), "write-tree"))
+	root := strings.TrimSpace(r.Git(r.Work(), "rev-list", "--max-parents=0", "HEAD"))
+	raw := r.Git(r.Work(), "cat-file", "commit", root)
 	treeLine := regexp.MustCompile(`(?m)^tree [0-9a-f]{40}$`)
 	if !treeLine.MatchString(raw) || !strings.Contains(raw, "\ngpgsig ") {
-		r.t.Fatalf("the first commit is not a signed commit:\n%s", raw)
+		t.Fatalf("the first commit is not a signed commit:\n%s", raw)
 	}
-	forged := filepath.Join(r.t.TempDir(), "forged")
+	forged := filepath.Join(t.TempDir(), "forged")
 	if err := os.WriteFile(forged, []byte(treeLine.ReplaceAllString(raw, "tree "+tree)), 0o600); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
-	h := strings.TrimSpace(r.git(r.work, "hash-object", "-t", "commit", "-w", forged))
-	r.git(r.work, "reset", "--quiet", "--soft", h)
-	r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+r.branch)
+	h := strings.TrimSpace(r.Git(r.Work(), "hash-object", "-t", "commit", "-w", forged))
+	r.Git(r.Work(), "reset", "--quiet", "--soft", h)
+	r.Push()
 	return h
 }
 
@@ -304,15 +305,12 @@ func tamperedCommit(r *gitRepo, subject string, files map[string]string) string 
 // allowed_signers file signers, says the commit is validly signed exactly
 // when valid: git and the daemon read the file the same way.
 func gitAgrees(signers string, valid bool, commit signedCommit) signedCommit {
-	return func(r *gitRepo, subject string, files map[string]string) string {
-		r.t.Helper()
-		h := commit(r, subject, files)
-		cmd := exec.Command("git", "-c", "gpg.ssh.allowedSignersFile="+signers, "verify-commit", h)
-		cmd.Dir = r.work
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
+	return func(t *testing.T, r *testgit.Repo, subject string, files map[string]string) string {
+		t.Helper()
+		h := commit(t, r, subject, files)
+		out, err := testgit.Command(r.Work(), "-c", "gpg.ssh.allowedSignersFile="+signers, "verify-commit", h).CombinedOutput()
 		if (err == nil) != valid {
-			r.t.Fatalf("git verify-commit %s: %v (want valid: %v)\n%s", h[:7], err, valid, out)
+			t.Fatalf("git verify-commit %s: %v (want valid: %v)\n%s", h[:7], err, valid, out)
 		}
 		return h
 	}

@@ -63,7 +63,7 @@ func endsAtOnce(t *testing.T, w *waitRun) (string, int) {
 func TestWaitNotFound(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	v1 := s.repo.commit("v1", waitPair(t, "v1", ""))
+	v1 := s.repo.Commit("v1", waitPair(t, "v1", ""))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitApplied(t, s, v1)
 
@@ -81,7 +81,7 @@ func TestWaitNotFound(t *testing.T) {
 	}
 
 	t.Log("2. a workload that the awaited commit adds, not pushed yet: waited for, then Healthy")
-	v2 := commitUnpushed(t, s, "api added", waitPair(t, "v1", "v1"))
+	v2 := s.repo.CommitLocal("api added", waitPair(t, "v1", "v1"))
 	wait := startWait(t, s, "api", "--commit", v2, "--timeout", "3m")
 	waitFor(t, "the wait's first look", func(context.Context) (bool, error) {
 		return strings.Contains(wait.output(), "waiting for ") || wait.exited(), nil
@@ -90,7 +90,7 @@ func TestWaitNotFound(t *testing.T) {
 	if wait.exited() {
 		t.Fatalf("the wait for api, which %s adds, ended before the push:\n%s", v2[:7], wait.output())
 	}
-	push(s)
+	s.repo.Push()
 	out, code := wait.end(t)
 	t.Logf("output:\n%s", out)
 	if code != 0 || !strings.Contains(out, s.ns+"/api Healthy: revision 1 of commit "+v2[:7]) {
@@ -107,15 +107,15 @@ func TestWaitNotFound(t *testing.T) {
 func TestWaitReplaced(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("v1", waitPair(t, "v1", "v1"))
+	s.repo.Commit("v1", waitPair(t, "v1", "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
 	repo := []string{"--repo", s.repo.URL(), "--cache-dir", t.TempDir()}
 
 	t.Log("1. x and its child y pushed at once: the wait for x ends 0 on y")
-	x := commitUnpushed(t, s, "web v2", waitPair(t, "v2", "v1"))
-	y := commitUnpushed(t, s, "web v3", waitPair(t, "v3", "v1"))
-	push(s)
+	x := s.repo.CommitLocal("web v2", waitPair(t, "v2", "v1"))
+	y := s.repo.CommitLocal("web v3", waitPair(t, "v3", "v1"))
+	s.repo.Push()
 	out, code := startWait(t, s, append([]string{"web", "--commit", x, "--timeout", "90s"}, repo...)...).end(t)
 	t.Logf("output:\n%s", out)
 	for _, want := range []string{
@@ -131,14 +131,14 @@ func TestWaitReplaced(t *testing.T) {
 	}
 
 	t.Log("2. p's canary paused, then z force-pushed over p: the wait for p exits 4 at once, naming both")
-	p := s.repo.commit("api v2", waitPair(t, "v3", "v2"))
+	p := s.repo.Commit("api v2", waitPair(t, "v3", "v2"))
 	waitForDeployment(t, s.ns, "api", "revision 2 paused at step 2", phaseIs(2, "Paused", "canary step 2/5"))
 	wait := startWait(t, s, append([]string{"api", "--commit", p, "--timeout", "3m"}, repo...)...)
 	waitFor(t, "the wait's first look", func(context.Context) (bool, error) {
 		return strings.Contains(wait.output(), "waiting for ") || wait.exited(), nil
 	})
-	s.repo.git(s.repo.work, "reset", "--quiet", "--hard", y)
-	z := s.repo.commit("api v5, over y", waitPair(t, "v3", "v5"))
+	s.repo.Git(s.repo.Work(), "reset", "--quiet", "--hard", y)
+	z := s.repo.Commit("api v5, over y", waitPair(t, "v3", "v5"))
 	out, code = endsAtOnce(t, wait)
 	if want := "commit " + p[:7] + " was replaced by " + z[:7] + ", which does not contain it"; code != 4 || !strings.Contains(out, want) {
 		t.Errorf("the wait for %s, force-pushed over by %s, exited %d, want 4 saying %q", p[:7], z[:7], code, want)

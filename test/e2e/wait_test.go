@@ -98,23 +98,6 @@ func (w *waitRun) end(t *testing.T) (string, int) {
 	return w.output(), w.code
 }
 
-// commitUnpushed commits files in s's work tree without pushing them, and
-// returns the commit: a wait can then be started on it before the daemon
-// can see it.
-func commitUnpushed(t *testing.T, s *syncTarget, subject string, files map[string]string) string {
-	t.Helper()
-	r := s.repo
-	r.write(files)
-	r.git(r.work, "add", "--all")
-	r.git(r.work, "-c", "user.name=e2e", "-c", "user.email=e2e@plimsoll.dev", "commit", "--quiet", "-m", subject)
-	return strings.TrimSpace(r.git(r.work, "rev-parse", "HEAD"))
-}
-
-// push pushes what s's work tree committed.
-func push(s *syncTarget) {
-	s.repo.git(s.repo.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+s.repo.branch)
-}
-
 // TestWait runs `plimsoll wait` as a pipeline would after a push, against a
 // daemon: it waits for a commit through a rolling, a canary (promoted
 // twice while it waits) and a blue-green rollout and exits 0, without
@@ -124,7 +107,7 @@ func push(s *syncTarget) {
 func TestWait(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
-	s.repo.commit("v1", waitTree(t, "v1", "v1", "v1"))
+	s.repo.Commit("v1", waitTree(t, "v1", "v1", "v1"))
 	kit.StartDaemon(t, s, "--interval", "1s")
 
 	t.Log("1. the sync's latest commit, every workload of the sync (--all): Healthy at revision 1")
@@ -141,7 +124,7 @@ func TestWait(t *testing.T) {
 	checkRecordedTemplates(t, s)
 
 	t.Log("2. a wait for v2 started before the push: it waits through the canary's pauses and ends at revision 2 of each")
-	v2 := commitUnpushed(t, s, "v2", waitTree(t, "v2", "v2", "v2"))
+	v2 := s.repo.CommitLocal("v2", waitTree(t, "v2", "v2", "v2"))
 	wait := startWait(t, s, "web", "api", "shop", "--commit", v2, "--timeout", "3m")
 	waitFor(t, "the wait's first look", func(context.Context) (bool, error) {
 		return strings.Contains(wait.output(), "waiting for ") || wait.exited(), nil
@@ -149,7 +132,7 @@ func TestWait(t *testing.T) {
 	if first := wait.output(); !strings.Contains(first, "waiting for commit "+v2[:7]+" to be applied; now Healthy") || wait.exited() {
 		t.Fatalf("the wait on %s, not pushed yet, did not wait past the Healthy revision 1:\n%s", v2[:7], first)
 	}
-	push(s)
+	s.repo.Push()
 	waitForDeployment(t, s.ns, "api", "revision 2 paused at step 2", phaseIs(2, "Paused", "canary step 2/5"))
 	waitForDeployment(t, s.ns, "web", "revision 2 Healthy", phaseIs(2, "Healthy"))
 	waitForDeployment(t, s.ns, "shop-green", "revision 2 Healthy", phaseIs(2, "Healthy"))
@@ -174,7 +157,7 @@ func TestWait(t *testing.T) {
 	}
 
 	t.Log("3. a broken image: the wait fails as soon as web is Degraded, naming it")
-	v3 := s.repo.commit("web broken", waitTree(t, "does-not-exist", "v2", "v2"))
+	v3 := s.repo.Commit("web broken", waitTree(t, "does-not-exist", "v2", "v2"))
 	out, code = startWait(t, s, "web", "--commit", v3, "--timeout", "3m").end(t)
 	t.Logf("output:\n%s", out)
 	if code != 1 || !strings.Contains(out, s.ns+"/web Degraded: ") || !strings.Contains(out, "1 workloads failed: "+s.ns+"/web") {
@@ -182,7 +165,7 @@ func TestWait(t *testing.T) {
 	}
 
 	t.Log("4. a canary waiting for a promote: the wait times out naming api")
-	v4 := s.repo.commit("api v4", waitTree(t, "v2", "v4", "v2"))
+	v4 := s.repo.Commit("api v4", waitTree(t, "v2", "v4", "v2"))
 	waitForDeployment(t, s.ns, "api", "revision 3 paused at step 2", phaseIs(3, "Paused", "canary step 2/5"))
 	out, code = startWait(t, s, "api", "--commit", v4, "--timeout", "5s").end(t)
 	t.Logf("output:\n%s", out)
@@ -193,7 +176,7 @@ func TestWait(t *testing.T) {
 	t.Log("5. an analysis that fails: the wait fails naming api")
 	check := startCheckServer(t) // answers false: the analysis fails
 	tree := mergeFiles(waitTree(t, "v2", "v5", "v2"), inDir("api", judgedCanary(t, "v5", "web-check", webCheckAnalysis(check.url))))
-	v5 := s.repo.commit("api v5 judged", tree)
+	v5 := s.repo.Commit("api v5 judged", tree)
 	out, code = startWait(t, s, "api", "--commit", v5, "--timeout", "3m").end(t)
 	t.Logf("output:\n%s", out)
 	if code != 1 || !strings.Contains(out, s.ns+"/api Degraded: ") || !strings.Contains(out, "analysis web-check/ok failed") {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
+	"plimsoll.dev/plimsoll/test/internal/testgit"
 )
 
 // TestSecondWriterRefused starts a second daemon on the same sync name,
@@ -28,15 +29,15 @@ import (
 func TestSecondWriterRefused(t *testing.T) {
 	const staleImage = "registry.example/web:stale"
 	s := newSyncTarget(t)
-	first := s.repo.commit("base", baseTree())
+	first := s.repo.Commit("base", baseTree())
 	d1 := kit.StartDaemon(t, s, "--interval", "1s")
 	s.waitForCommit(t, first)
 	waitForDeployment(t, s.ns, "web", "revision 1 Healthy", phaseIs(1, "Healthy"))
 
-	other := &syncTarget{ns: s.ns, repo: newGitRepo(t), cacheDir: t.TempDir()}
+	other := &syncTarget{ns: s.ns, repo: testgit.New(t), cacheDir: t.TempDir()}
 	files := baseTree()
 	files["deployment.yaml"] = rollingDeployment(1, staleImage)
-	other.repo.commit("stale", files)
+	other.repo.Commit("stale", files)
 	d2 := kit.LaunchDaemon(t, other, "--interval", "1s")
 
 	host, _ := os.Hostname()
