@@ -76,17 +76,6 @@ func (bg *blueGreen) color(c strategies.Color) *appsv1.Deployment {
 	return nil
 }
 
-// scalerAstray reports whether an HPA of bg's workload names another of
-// its Deployments than the active color, while a color is active.
-func (bg *blueGreen) scalerAstray() bool {
-	active := bg.live()
-	if active == "" {
-		return false
-	}
-	_, target := bg.w.autoscaler(bg.name, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen)
-	return target != "" && target != bg.name+active.Suffix()
-}
-
 // colorOf is the color of Deployment d, one of bg's colors by its name;
 // "" for none.
 func (bg *blueGreen) colorOf(d *appsv1.Deployment) strategies.Color {
@@ -141,17 +130,11 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		return c.markInvalid(ctx, w, err, git, bg.blue, bg.green)
 	}
 	if in.git != nil {
-		changed, err := c.takeBlueGreen(ctx, bg, in)
+		take, changed, err := c.takeBlueGreen(ctx, bg, in)
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !recordedAtRest(bg.primary()) && !bg.scalerAstray() {
-			// Git's intent is held and a rollout is going: following it
-			// is the daemon's work. At rest the step repairs what was
-			// changed by hand (see strategies.Status.AtRest), and an HPA
-			// that names another Deployment than the active color (one
-			// Git has just added, naming <name>) is pointed there, since
-			// nothing follows a one-shot sync to do it later.
+		if !take.Steps(changed) {
 			return nil
 		}
 		if changed {
@@ -174,22 +157,30 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 // follows, as a canary's are (see takeCanary); only the Deployment a
 // rolling workload ran, no longer its primary, is written at once. It
 // reports whether anything is to be written.
-func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (bool, error) {
+func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (strategies.BlueGreenTake, bool, error) {
 	git := in.git
 	desired := podtemplate.Hash(git.Spec.Template)
 	recordedAt := recordedAnnotations(bg.primary(), bg.w.rsets)
 	recorded, err := strategies.ReadStatus(recordedAt)
 	if err != nil {
-		return false, err
+		return strategies.BlueGreenTake{}, false, err
 	}
 	active := bg.color(bg.live())
-	take := strategies.TakeBlueGreen(strategies.BlueGreenHeld{Recorded: recorded,
+	_, scaled := bg.w.autoscaler(bg.name, bg.name+contract.SuffixBlue, bg.name+contract.SuffixGreen)
+	held := strategies.BlueGreenHeld{Recorded: recorded,
 		Blue: bg.blue, Green: bg.green, Legacy: bg.legacy, Active: bg.live(),
 		BlueRunsGit:    c.runsGit(bg.blue, git, desired),
 		GreenRunsGit:   c.runsGit(bg.green, git, desired),
 		ActiveRewound:  active != nil && c.rewoundByHand(active, bg.w.rsets),
 		KeepsHandEdits: active != nil && keepsHandEdits(git, active),
-	}, desired, in.commit)
+		Replicas:       specReplicas(git),
+		Scaled:         scaled != "", ScaleTarget: strings.TrimPrefix(scaled, bg.name),
+		Intake: strategies.Intake{Once: c.once.Load(), AtRest: recordedAtRest(bg.primary())},
+	}
+	if n, ok := blueGreenCount(bg); ok {
+		held.Autoscaled = &n
+	}
+	take := strategies.TakeBlueGreen(held, desired, in.commit)
 
 	changed := false
 	if take.From != "" {
@@ -199,7 +190,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		// metadata goes, as it goes from the colors.
 		idle, err := c.setRole(ctx, bg.legacy, git, strategies.RoleIdle)
 		if err != nil {
-			return false, err
+			return take, false, err
 		}
 		bg.w.deploys[idle.Name] = idle
 		changed = true
@@ -209,10 +200,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 	if take.FreshState {
 		state = workloadState{}
 	}
-	state.Replicas = specReplicas(git)
-	if n, ok := blueGreenCount(bg); ok {
-		state.Replicas = n // the HPA's count, not Git's
-	}
+	state.Replicas = take.Replicas
 	if take.Undone {
 		c.templateRestored(ctx, active, "on "+string(bg.live().Other()))
 	}
@@ -221,11 +209,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		var want *appsv1.Deployment
 		switch take.Intent(color) {
 		case strategies.ColorGit:
-			replicas := int32(0)
-			if live != nil {
-				replicas = *live.Spec.Replicas
-			}
-			want = derived(git, git.Name+color.Suffix(), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, replicas)
+			want = derived(git, git.Name+color.Suffix(), map[string]string{contract.LabelColor: string(color)}, git.Spec.Template, take.TargetReplicas)
 			if live != nil {
 				want.ObjectMeta = c.refreshed(live, git).ObjectMeta
 			}
@@ -244,7 +228,7 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		bg.w.intend(live, want)
 		changed = true
 	}
-	return changed, nil
+	return take, changed, nil
 }
 
 // stepBlueGreen plans and executes one step of a blue-green workload:

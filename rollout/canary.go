@@ -53,15 +53,11 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		return c.markInvalid(ctx, w, err, git, cy.stable, cy.canary)
 	}
 	if in.git != nil {
-		changed, err := c.takeCanary(ctx, cy, in)
+		take, changed, err := c.takeCanary(ctx, cy, in)
 		if err != nil {
 			return err
 		}
-		if !changed && c.once.Load() && !recordedAtRest(cy.stable) {
-			// Git's intent is held and a rollout is going: following it
-			// is the daemon's work. At rest the step repairs what was
-			// changed by hand (see strategies.Status.AtRest), since
-			// nothing follows a one-shot sync to do it later.
+		if !take.Steps(changed) {
 			return nil
 		}
 		if changed {
@@ -86,13 +82,13 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // first cost a write of each Deployment per revision, and the Deployment
 // controller two of its own for each. It reports whether anything is to
 // be written.
-func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (bool, error) {
+func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (strategies.CanaryTake, bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	desired := podtemplate.Hash(git.Spec.Template)
 	recordedAt := recordedAnnotations(cy.stable, cy.w.rsets)
 	recorded, err := strategies.ReadStatus(recordedAt)
 	if err != nil {
-		return false, err
+		return strategies.CanaryTake{}, false, err
 	}
 	fromColor := servingColor(cy.w)
 	held := strategies.CanaryHeld{Recorded: recorded, Stable: cy.stable, Canary: cy.canary,
@@ -101,17 +97,20 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 		CanaryRunsGit:  c.runsGit(cy.canary, git, desired),
 		StableRewound:  cy.stable != nil && c.rewoundByHand(cy.stable, cy.w.rsets),
 		KeepsHandEdits: cy.stable != nil && keepsHandEdits(git, cy.stable),
-		Colors:         colorStatuses(cy.w)}
+		Colors:         colorStatuses(cy.w),
+		Replicas:       specReplicas(git),
+		StableTrack:    annotatedTemplate(cy.stable).Labels[contract.LabelTrack],
+		Intake:         strategies.Intake{Once: c.once.Load(), AtRest: recordedAtRest(cy.stable)}}
+	if n, ok := cy.w.autoscaledCount(cy.stable); ok {
+		held.Autoscaled = &n
+	}
 	take := strategies.TakeCanary(held, desired, commit)
 
 	state := readState(recordedAt)
 	if take.FreshState {
 		state = workloadState{}
 	}
-	state.Replicas = specReplicas(git)
-	if n, ok := cy.w.autoscaledCount(cy.stable); ok {
-		state.Replicas = n // the HPA's count, not Git's
-	}
+	state.Replicas = take.Replicas
 	if take.FirstStep {
 		state.Step, state.StepSince = 0, time.Time{}
 	}
@@ -141,11 +140,10 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	default:
 		stable = c.refreshed(cy.stable, git)
 	}
-	if take.From == contract.StrategyRolling {
-		// A rolling workload's pause (spec.paused) would hold the
-		// stable's pods from taking the serving label for ever: the
-		// canary pauses by its own steps and commands.
+	if take.ResumeStable {
 		stable.Spec.Paused = false
+	}
+	if take.From == contract.StrategyRolling {
 		c.eventSwitching(ctx, cy.stable, contract.StrategyRolling, contract.StrategyCanary,
 			fmt.Sprintf("%s becomes the stable Deployment", cy.stable.Name))
 	}
@@ -159,15 +157,12 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 	var want *appsv1.Deployment
 	switch live := cy.canary; take.Canary {
 	case strategies.CanaryGit:
-		replicas, track := int32(0), cy.w.newCanaryTrack()
-		if live != nil {
-			replicas, track = *live.Spec.Replicas, live.Spec.Selector.MatchLabels[contract.LabelTrack]
-		}
-		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: track}, canaryTemplate(git), replicas)
+		want = derived(git, git.Name+contract.SuffixCanary, map[string]string{contract.LabelTrack: take.CanaryTrack}, canaryTemplate(git), take.CanaryReplicas)
 		if live != nil {
 			want.ObjectMeta = c.refreshed(live, git).ObjectMeta
-		} else {
-			want.Spec.Paused = true // idle until the next revision: see strategies.IdleCanary
+		}
+		if take.CanaryPaused {
+			want.Spec.Paused = true
 		}
 		if take.CanaryCause {
 			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, changeCause(commit, subject))
@@ -182,7 +177,7 @@ func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (boo
 			changed = true
 		}
 	}
-	return changed, nil
+	return take, changed, nil
 }
 
 // stepCanary plans one step of a canary workload and executes the plan's

@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/strategies"
 )
 
 // A canary workload's pods are told apart by who owns them, not by their
@@ -62,13 +61,6 @@ func (w *workload) stablePods() []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// newCanaryTrack is the track of a canary Deployment to be made for
-// workload w: the other than the one its stable Deployment's pods carry
-// (see strategies.OtherTrack).
-func (w *workload) newCanaryTrack() string {
-	return strategies.OtherTrack(annotatedTemplate(w.deployment("")).Labels[contract.LabelTrack])
 }
 
 // replicaSet returns w's ReplicaSet name, nil when the caches have none.

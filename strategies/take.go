@@ -71,6 +71,34 @@ type CanaryHeld struct {
 	// hand to an earlier revision's; KeepsHandEdits whether Git's
 	// Deployment or the stable carries plimsoll.dev/kubectl-edits: keep.
 	StableRewound, KeepsHandEdits bool
+	// Replicas is the count Git's Deployment asks for; Autoscaled the
+	// stable's count when a HorizontalPodAutoscaler scales it, nil when
+	// none does.
+	Replicas   int32
+	Autoscaled *int32
+	// StableTrack is the plimsoll.dev/track label of the stable's pods,
+	// "" for none: a new canary takes the other one (see OtherTrack).
+	StableTrack string
+	// Intake is how the take is made.
+	Intake Intake
+}
+
+// Intake is how a take is made: by the daemon, which follows the rollout
+// for as long as it takes, or by a one-shot sync (plimsoll sync --once),
+// after which nothing follows it; and whether the workload's primary
+// records a workload at rest (see Status.AtRest).
+type Intake struct {
+	Once, AtRest bool
+}
+
+// Steps reports whether the step of the plan follows a take that intends
+// writes or none (intends): always for the daemon and for a take that
+// writes (its writes go out with the step's); in a one-shot sync that
+// takes nothing, only for a workload at rest, whose step repairs what
+// was changed by hand, since nothing follows a one-shot sync to do it
+// later. A rollout under way is the daemon's to follow.
+func (in Intake) Steps(intends bool) bool {
+	return intends || !in.Once || in.AtRest
 }
 
 // CanaryTake is what a canary workload takes of Git's intent.
@@ -92,7 +120,29 @@ type CanaryTake struct {
 	// change cause: not when its template is Git's revision changed by
 	// hand, which is the same revision.
 	CanaryCause bool
+	// Replicas is the workload's count, recorded in its state: the
+	// autoscaler's when one scales the stable, which the steps share out
+	// between the stable and the canary, else Git's.
+	Replicas int32
+	// CanaryReplicas and CanaryTrack are the count and the
+	// plimsoll.dev/track label of a canary that takes Git's template:
+	// the live canary's, or 0 pods and the other track than the stable's
+	// for a new one, which CanaryPaused makes paused, idle until its
+	// revision's first step (see IdleCanary).
+	CanaryReplicas int32
+	CanaryTrack    string
+	CanaryPaused   bool
+	// ResumeStable takes the stable out of a pause: a rolling workload's
+	// spec.paused would hold its pods from taking the serving label for
+	// ever, and a canary pauses by its own steps and commands.
+	ResumeStable bool
+	// Intake is how the take was made (see Steps).
+	Intake Intake
 }
+
+// Steps reports whether the plan's step follows the take, which intends
+// writes or none (see Intake.Steps).
+func (t CanaryTake) Steps(intends bool) bool { return t.Intake.Steps(intends) }
 
 // TakeCanary decides what a canary workload's Deployments take of Git's
 // template of hash, from commit: which template and state each keeps, and
@@ -128,21 +178,38 @@ func TakeCanary(held CanaryHeld, hash, commit string) CanaryTake {
 		take.Stable = StableUndone
 	}
 
+	take.Replicas = held.Replicas
+	if held.Autoscaled != nil {
+		take.Replicas = *held.Autoscaled
+	}
+	take.ResumeStable, take.Intake = take.From == contract.StrategyRolling, held.Intake
+	take.Canary, take.CanaryCause = canaryIntent(held, take.Decision, hash)
+	if live := held.Canary; take.Canary == CanaryGit && live != nil {
+		take.CanaryReplicas, take.CanaryTrack = liveReplicas(live), live.Spec.Template.Labels[contract.LabelTrack]
+	} else if take.Canary == CanaryGit {
+		take.CanaryTrack, take.CanaryPaused = OtherTrack(held.StableTrack), true
+	}
+	return take
+}
+
+// canaryIntent is what the canary takes of Git's template of hash, and
+// whether the commit is its change cause.
+func canaryIntent(held CanaryHeld, decision RevisionDecision, hash string) (intent CanaryIntent, cause bool) {
 	live := held.Canary
 	switch {
 	case live != nil && live.DeletionTimestamp != nil:
-		take.Canary = CanaryNone
+		return CanaryNone, false
 	case live != nil && live.Spec.Paused && !IdleCanary(live):
 		// Paused by a hand-over (see planHandOver), which goes through
 		// with the template it has; a new revision's template goes to
 		// the canary made after it.
-		take.Canary = CanaryKept
-	case take.Decision.Action != RevisionRefused && !held.CanaryRunsGit:
-		take.Canary, take.CanaryCause = CanaryGit, hashOf(live) != hash
+		return CanaryKept, false
+	case decision.Action != RevisionRefused && !held.CanaryRunsGit:
+		return CanaryGit, hashOf(live) != hash
 	case live != nil:
-		take.Canary = CanaryKept
+		return CanaryKept, false
 	}
-	return take
+	return CanaryNone, false
 }
 
 // Undone reports whether Deployment d, which ran Git's revision of hash
@@ -216,6 +283,18 @@ type BlueGreenHeld struct {
 	// Deployment or the active color carries plimsoll.dev/kubectl-edits:
 	// keep.
 	ActiveRewound, KeepsHandEdits bool
+	// Replicas is the count Git's Deployment asks for; Autoscaled the
+	// count that serves when a HorizontalPodAutoscaler scales the
+	// workload, nil when none does or its count is not known yet.
+	Replicas   int32
+	Autoscaled *int32
+	// Scaled reports whether an autoscaler names a Deployment of the
+	// workload, and ScaleTarget the suffix of the one it names: "" for
+	// <name>, or a color's.
+	Scaled      bool
+	ScaleTarget string
+	// Intake is how the take is made.
+	Intake Intake
 }
 
 // BlueGreenTake is what a blue-green workload takes of Git's intent.
@@ -244,7 +323,24 @@ type BlueGreenTake struct {
 	Target      Color
 	Blue, Green ColorIntent
 	TargetCause bool
+	// Replicas is the workload's count, recorded in its state: the one
+	// that serves when an autoscaler scales the workload, else Git's.
+	// TargetReplicas is the count of the target color when it takes Git's
+	// template: its own, or 0 for a new one, which its plan scales up.
+	Replicas, TargetReplicas int32
+	// Retarget reports that an autoscaler names another Deployment than
+	// the active color (one Git has just added, naming <name>): the step
+	// points it there.
+	Retarget bool
+	// Intake is how the take was made (see Steps).
+	Intake Intake
 }
+
+// Steps reports whether the plan's step follows the take, which intends
+// writes or none (see Intake.Steps): also in a one-shot sync that takes
+// nothing, for an autoscaler to retarget, since nothing follows the sync
+// to do it later.
+func (t BlueGreenTake) Steps(intends bool) bool { return t.Retarget || t.Intake.Steps(intends) }
 
 // Intent returns what color c takes.
 func (t BlueGreenTake) Intent(c Color) ColorIntent {
@@ -291,5 +387,13 @@ func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
 			take.Blue = intent
 		}
 	}
+	take.Replicas, take.Intake = held.Replicas, held.Intake
+	if held.Autoscaled != nil {
+		take.Replicas = *held.Autoscaled
+	}
+	if live := o.Deployment(take.Target); live != nil && take.Intent(take.Target) == ColorGit {
+		take.TargetReplicas = liveReplicas(live)
+	}
+	take.Retarget = held.Active != "" && held.Scaled && held.ScaleTarget != held.Active.Suffix()
 	return take
 }

@@ -22,7 +22,12 @@ func stamped(hash string, role Role, opts ...func(*appsv1.Deployment)) *appsv1.D
 }
 
 func deleting(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{} }
-func idle(d *appsv1.Deployment)     { d.Spec.Paused, d.Spec.Replicas = true, ptrTo(int32(0)) }
+
+// onTrack labels d's pods with track.
+func onTrack(track string) func(*appsv1.Deployment) {
+	return func(d *appsv1.Deployment) { d.Spec.Template.Labels[contract.LabelTrack] = track }
+}
+func idle(d *appsv1.Deployment) { d.Spec.Paused, d.Spec.Replicas = true, ptrTo(int32(0)) }
 
 // checkHandOver fails t unless a take decided action for revision and
 // records that revision.
@@ -50,13 +55,14 @@ func TestTakeCanary(t *testing.T) {
 		action   RevisionAction
 	}{
 		{name: "first revision: the stable from Git, an idle canary made for the next",
-			held:     CanaryHeld{},
-			want:     CanaryTake{FirstStep: true, Stable: StableCreated, Canary: CanaryGit, CanaryCause: true},
+			held: CanaryHeld{},
+			want: CanaryTake{FirstStep: true, Stable: StableCreated, Canary: CanaryGit, CanaryCause: true,
+				CanaryTrack: contract.TrackCanary, CanaryPaused: true},
 			revision: 1, action: RevisionNew},
 		{name: "a new revision goes to the idle canary; the stable keeps its template",
 			held: CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RoleStable), Canary: stamped("h1", RoleCanary, idle),
-				StableRunsGit: false, CanaryRunsGit: false},
-			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true},
+				StableRunsGit: false, CanaryRunsGit: false, Replicas: 4},
+			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true, Replicas: 4},
 			revision: 2, action: RevisionNew},
 		{name: "Git's revision held: both kept",
 			held: CanaryHeld{Recorded: healthy2, Stable: stamped(git, RoleStable), Canary: stamped(git, RoleCanary, idle),
@@ -70,8 +76,9 @@ func TestTakeCanary(t *testing.T) {
 			revision: 2, action: RevisionSame},
 		{name: "the canary's template changed by hand mid-rollout: Git's again, as the same revision",
 			held: CanaryHeld{Recorded: Status{Revision: 2, Hash: git, Phase: PhaseProgressing}, Stable: stamped("h1", RoleStable),
-				Canary: stamped(git, RoleCanary), StableRunsGit: false, CanaryRunsGit: false},
-			want:     CanaryTake{Stable: StableKept, Canary: CanaryGit, CanaryCause: false},
+				Canary: stamped(git, RoleCanary, onTrack(contract.TrackCanaryNext)), StableRunsGit: false, CanaryRunsGit: false},
+			want: CanaryTake{Stable: StableKept, Canary: CanaryGit, CanaryCause: false,
+				CanaryReplicas: liveReplicasN, CanaryTrack: contract.TrackCanaryNext},
 			revision: 2, action: RevisionSame},
 		{name: "kubectl rollout undo of the promoted stable: Git's back as the same revision",
 			held: CanaryHeld{Recorded: healthy2, Stable: stamped("h1", RoleStable), Canary: stamped(git, RoleCanary, idle),
@@ -108,13 +115,15 @@ func TestTakeCanary(t *testing.T) {
 			want:     CanaryTake{FirstStep: true, Stable: StableKept, Canary: CanaryNone},
 			revision: 2, action: RevisionNew},
 		{name: "from rolling: the primary becomes the stable, its state dropped",
-			held:     CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RolePrimary), StableRewound: true},
-			want:     CanaryTake{From: contract.StrategyRolling, FreshState: true, FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true},
+			held: CanaryHeld{Recorded: healthy1, Stable: stamped("h1", RolePrimary), StableRewound: true, StableTrack: contract.TrackCanary},
+			want: CanaryTake{From: contract.StrategyRolling, FreshState: true, FirstStep: true, Stable: StableKept, Canary: CanaryGit, CanaryCause: true,
+				CanaryTrack: contract.TrackCanaryNext, CanaryPaused: true, ResumeStable: true},
 			revision: 2, action: RevisionNew},
 		{name: "from blue-green: the stable made from the color that serves, revisions counting on from the colors",
 			held: CanaryHeld{Colors: []Status{{Revision: 3, Hash: "h1", Phase: PhaseHealthy}, {}},
-				ColorServes: true},
-			want:     CanaryTake{From: contract.StrategyBlueGreen, FreshState: true, FirstStep: true, Stable: StableFromColor, Canary: CanaryGit, CanaryCause: true},
+				ColorServes: true, Replicas: 4, Autoscaled: ptrTo(int32(6))},
+			want: CanaryTake{From: contract.StrategyBlueGreen, FreshState: true, FirstStep: true, Stable: StableFromColor, Canary: CanaryGit, CanaryCause: true,
+				CanaryTrack: contract.TrackCanary, CanaryPaused: true, Replicas: 6},
 			revision: 4, action: RevisionNew},
 		{name: "the switch from blue-green done: the stable is the stable, not remade",
 			held: CanaryHeld{Recorded: healthy2, Colors: []Status{{Revision: 1, Hash: "h0"}}, ColorServes: true,
@@ -187,7 +196,7 @@ func TestTakeBlueGreen(t *testing.T) {
 			revision: 1, action: RevisionNew},
 		{name: "a new revision goes to the idle color",
 			held:     BlueGreenHeld{Recorded: healthy1, Blue: colored(ColorBlue, "h1", RoleActive), Green: colored(ColorGreen, "h0", RoleIdle), Active: ColorBlue},
-			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit, TargetCause: true},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit, TargetCause: true, TargetReplicas: liveReplicasN},
 			revision: 2, action: RevisionNew},
 		{name: "Git's revision serves: both kept",
 			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
@@ -197,17 +206,17 @@ func TestTakeBlueGreen(t *testing.T) {
 		{name: "the active color's template changed by hand: Git's again, as the same revision",
 			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
 				Active: ColorGreen},
-			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorGit, TargetReplicas: liveReplicasN},
 			revision: 2, action: RevisionSame},
 		{name: "kubectl rollout undo of the active color: Git's goes out to the other",
 			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, "h1", RoleActive),
 				Active: ColorGreen, ActiveRewound: true},
-			want:     BlueGreenTake{Undone: true, Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true},
+			want:     BlueGreenTake{Undone: true, Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true, TargetReplicas: liveReplicasN},
 			revision: 2, action: RevisionSame},
 		{name: "rewound, hand edits kept: not undone",
 			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, "h1", RoleActive),
 				Active: ColorGreen, ActiveRewound: true, KeepsHandEdits: true},
-			want:     BlueGreenTake{Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true},
+			want:     BlueGreenTake{Target: ColorBlue, Blue: ColorGit, Green: ColorKept, TargetCause: true, TargetReplicas: liveReplicasN},
 			revision: 2, action: RevisionSame},
 		{name: "a refused revision: no color takes it",
 			held: BlueGreenHeld{Recorded: Status{Revision: 2, Hash: "h1", FailedHash: git, Phase: PhaseDegraded},
@@ -222,6 +231,16 @@ func TestTakeBlueGreen(t *testing.T) {
 			held:     BlueGreenHeld{Recorded: healthy1, Legacy: stamped("h1", RoleStable)},
 			want:     BlueGreenTake{From: contract.StrategyCanary, FreshState: true, Target: ColorBlue, Blue: ColorGit, TargetCause: true},
 			revision: 2, action: RevisionNew},
+		{name: "autoscaled: the count that serves, not Git's; an autoscaler on <name> is retargeted",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
+				Active: ColorGreen, GreenRunsGit: true, Replicas: 2, Autoscaled: ptrTo(int32(7)), Scaled: true, ScaleTarget: ""},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorKept, Replicas: 7, Retarget: true},
+			revision: 2, action: RevisionSame},
+		{name: "an autoscaler on the active color stays",
+			held: BlueGreenHeld{Recorded: healthy2, Blue: colored(ColorBlue, "h1", RoleIdle), Green: colored(ColorGreen, git, RoleActive),
+				Active: ColorGreen, GreenRunsGit: true, Replicas: 2, Scaled: true, ScaleTarget: contract.SuffixGreen},
+			want:     BlueGreenTake{Target: ColorGreen, Blue: ColorKept, Green: ColorKept, Replicas: 2},
+			revision: 2, action: RevisionSame},
 		{name: "the switch under way: <name> idle, green carries Git's before any swap",
 			held: BlueGreenHeld{Recorded: Status{Revision: 2, Hash: git, Phase: PhaseProgressing}, Legacy: stamped("h1", RoleIdle),
 				Green: colored(ColorGreen, git, RolePreview), GreenRunsGit: true},
@@ -233,6 +252,36 @@ func TestTakeBlueGreen(t *testing.T) {
 			checkHandOver(t, got.Status, got.Decision, tc.revision, tc.action)
 			if got.Status, got.Decision = (Status{}), (RevisionDecision{}); got != tc.want {
 				t.Errorf("take\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTakeSteps: a one-shot sync that takes nothing steps only a workload
+// at rest (to repair what was changed by hand), or a blue-green one whose
+// autoscaler is to be retargeted; the daemon, and a take that writes,
+// always step.
+func TestTakeSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		in              Intake
+		intends, retarg bool
+		// blueGreen and canary are each take's answer; a canary has no
+		// autoscaler to retarget at intake.
+		blueGreen, canary bool
+	}{
+		{"daemon", Intake{}, false, false, true, true},
+		{"once, writes", Intake{Once: true}, true, false, true, true},
+		{"once, nothing to write, under way", Intake{Once: true}, false, false, false, false},
+		{"once, nothing to write, at rest", Intake{Once: true, AtRest: true}, false, false, true, true},
+		{"once, under way, autoscaler astray", Intake{Once: true}, false, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (BlueGreenTake{Intake: tc.in, Retarget: tc.retarg}).Steps(tc.intends); got != tc.blueGreen {
+				t.Errorf("blue-green Steps = %v, want %v", got, tc.blueGreen)
+			}
+			if got := (CanaryTake{Intake: tc.in}).Steps(tc.intends); got != tc.canary {
+				t.Errorf("canary Steps = %v, want %v", got, tc.canary)
 			}
 		})
 	}
