@@ -71,7 +71,7 @@ test-unit: ## unit tests
 # loaded machine, failing a target with "context deadline exceeded" and no
 # crasher. 30000 executions are 5-15 s per target on 2 cores.
 FUZZ_TARGETS := ./sync/manifest:FuzzRender ./strategies:FuzzParseSteps ./rollout:FuzzWorkloadAnnotations \
-	./sync/inventory:FuzzParseInventory ./sync/webhook:FuzzAuthentic ./sync/source:FuzzApplyDelta \
+	./sync/inventory:FuzzParseInventory ./daemon/webhook:FuzzAuthentic ./sync/source:FuzzApplyDelta \
 	./analysis:FuzzParse ./sync/helm:FuzzParseRelease ./sync/decrypt:FuzzReadFile ./sync/artifact:FuzzUnpack
 FUZZTIME ?= 30000x
 

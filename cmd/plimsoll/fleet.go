@@ -19,16 +19,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"plimsoll.dev/plimsoll/daemon/fleet"
+	"plimsoll.dev/plimsoll/daemon/shard"
 	"plimsoll.dev/plimsoll/internal/events"
 	"plimsoll.dev/plimsoll/notify"
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
 	"plimsoll.dev/plimsoll/sync/declare"
-	"plimsoll.dev/plimsoll/sync/fleet"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/inventory"
-	"plimsoll.dev/plimsoll/sync/shard"
 	"plimsoll.dev/plimsoll/sync/source"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"plimsoll.dev/plimsoll/daemon/fleet"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/declare"
-	"plimsoll.dev/plimsoll/sync/fleet"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/source"
 )

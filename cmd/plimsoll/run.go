@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/daemon/fleet"
+	"plimsoll.dev/plimsoll/daemon/webhook"
 	psync "plimsoll.dev/plimsoll/sync"
-	"plimsoll.dev/plimsoll/sync/fleet"
-	"plimsoll.dev/plimsoll/sync/webhook"
 )
 
 // Lease and serving timings.

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plimsoll.dev/plimsoll/sync/webhook"
+	"plimsoll.dev/plimsoll/daemon/webhook"
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"plimsoll.dev/plimsoll/sync/webhook"
+	"plimsoll.dev/plimsoll/daemon/webhook"
 )
 
 // TestWebhookRefusesAbuse posts what a hostile client would to a daemon's
