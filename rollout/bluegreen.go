@@ -43,26 +43,9 @@ func (bg *blueGreen) live() strategies.Color {
 }
 
 // primary is the Deployment whose annotations carry the workload's state
-// and commands: the active color's, else the one with the newer revision,
-// else the Deployment the workload ran before switching to blue-green.
+// and commands (see strategies.BlueGreenCarrier).
 func (bg *blueGreen) primary() *appsv1.Deployment {
-	if d := bg.color(bg.live()); d != nil {
-		return d
-	}
-	switch {
-	case bg.blue != nil && bg.green != nil:
-		b, _ := strategies.ReadStatus(bg.blue.Annotations)
-		g, _ := strategies.ReadStatus(bg.green.Annotations)
-		if g.Revision > b.Revision {
-			return bg.green
-		}
-		return bg.blue
-	case bg.blue != nil:
-		return bg.blue
-	case bg.green != nil:
-		return bg.green
-	}
-	return bg.legacy
+	return strategies.BlueGreenCarrier(bg.live(), bg.blue, bg.green, bg.legacy)
 }
 
 // color is the Deployment of color c, nil for no color or none.
@@ -265,10 +248,6 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 		AutoPromote:    primary.Annotations[contract.AnnotationAutoPromote] != "false",
 		ScaleDownDelay: delay,
 	}
-	legacy := bg.legacy
-	if legacy != nil && legacy.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
-		legacy = nil // not a rolling workload's Deployment
-	}
 	active := bg.live()
 	j := judgement{run: state.Run}
 	stable := ""
@@ -285,7 +264,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	before := state.Run
 	autoscaler, scaled := bg.w.autoscaler(name, name+contract.SuffixBlue, name+contract.SuffixGreen)
 	plan := strategies.PlanBlueGreen(desired, recorded, strategies.BlueGreenObserved{
-		Blue: bg.blue, Green: bg.green, Legacy: legacy, Active: active, Serving: bg.colorOf(servingColor(bg.w)),
+		Blue: bg.blue, Green: bg.green, Legacy: bg.legacy, Active: active, Serving: bg.colorOf(servingColor(bg.w)),
 		Preview: bg.preview != nil, PreviewColor: bg.previewColor(),
 		Pods: colorPods(bg.w), ReplicaSets: bg.w.rsets, ActiveEndpoints: bg.w.ready[bg.active.Name],
 		ScaleDownAt: state.ScaleDownAt, Paused: state.Paused,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // BlueGreenDesired is what Git asks of a blue-green workload.
@@ -25,9 +26,11 @@ type BlueGreenObserved struct {
 	// Blue and Green are the Deployments <name>-blue and <name>-green, nil
 	// when absent.
 	Blue, Green *appsv1.Deployment
-	// Legacy is the Deployment <name> the workload ran before it switched
-	// to blue-green, nil when there is none. Until the first swap, the
-	// active Service (whose selector has no color yet) sends traffic to it.
+	// Legacy is the Deployment <name>, nil when there is none: the one
+	// the workload ran before it switched to blue-green, unless it was
+	// written for blue-green itself (see legacyOf). Until the first swap,
+	// the active Service (whose selector has no color yet) sends traffic
+	// to it.
 	Legacy *appsv1.Deployment
 	// Active is the color in the active Service's selector; "" when the
 	// selector has no color yet. Serving is the color whose role is
@@ -147,6 +150,7 @@ type BlueGreenPlan struct {
 // after it, traffic swaps back to the old color at once. An inconclusive
 // one pauses until a promote (which accepts it) or an abort.
 func PlanBlueGreen(desired BlueGreenDesired, recorded Status, o BlueGreenObserved) BlueGreenPlan {
+	o.Legacy = legacyOf(o.Legacy)
 	plan := planBlueGreen(desired, recorded, o)
 	// A promote that comes before the new color is ready waits for it.
 	target := TargetColor(desired.Hash, o)
@@ -293,6 +297,43 @@ func planBlueGreenOut(plan BlueGreenPlan, desired BlueGreenDesired, recorded Sta
 		}
 	}
 	return plan
+}
+
+// legacyOf is d, the Deployment <name> of a blue-green workload, as the
+// Deployment the workload ran before it switched: nil when d was written
+// for blue-green (plimsoll.dev/strategy on it says so), not for a rolling
+// or canary workload.
+func legacyOf(d *appsv1.Deployment) *appsv1.Deployment {
+	if d != nil && d.Annotations[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
+		return nil
+	}
+	return d
+}
+
+// BlueGreenCarrier is the Deployment whose annotations carry a blue-green
+// workload's state and commands: the color active names (the one the
+// active Service selects), else the color with the newer revision (blue
+// on a tie), else legacy, the Deployment the workload ran before it
+// switched to blue-green; nil when there is none.
+func BlueGreenCarrier(active Color, blue, green, legacy *appsv1.Deployment) *appsv1.Deployment {
+	o := BlueGreenObserved{Blue: blue, Green: green}
+	if d := o.Deployment(active); active != "" && d != nil {
+		return d
+	}
+	switch {
+	case blue != nil && green != nil:
+		b, _ := ReadStatus(blue.Annotations)
+		g, _ := ReadStatus(green.Annotations)
+		if g.Revision > b.Revision {
+			return green
+		}
+		return blue
+	case blue != nil:
+		return blue
+	case green != nil:
+		return green
+	}
+	return legacy
 }
 
 // TargetColor is the color that carries, or is to carry, the Git template
