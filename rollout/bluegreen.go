@@ -171,13 +171,11 @@ func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent
 		// serves (with the canary's pods) until the first color takes
 		// over, and is no longer the primary; what Git dropped of its
 		// metadata goes, as it goes from the colors.
-		idle, err := c.setRole(ctx, bg.legacy, git, strategies.RoleIdle)
-		if err != nil {
+		if err := c.execute(ctx, &execution{w: bg.w, git: git}, take.Actions); err != nil {
 			return take, false, err
 		}
-		bg.w.deploys[idle.Name] = idle
 		changed = true
-		c.eventSwitching(ctx, idle, take.From, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", idle.Name))
+		c.eventSwitching(ctx, bg.legacy, take.From, contract.StrategyBlueGreen, fmt.Sprintf("%s serves until the first color is ready", bg.legacy.Name))
 	}
 	state := readState(recordedAt)
 	if take.FreshState {

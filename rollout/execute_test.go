@@ -185,6 +185,10 @@ func TestExecuteByAction(t *testing.T) {
 		{name: "delete a pod the workload lacks", action: strategies.Action{Kind: strategies.ActionDeletePod, Pod: "api-elsewhere-p0"}},
 		{name: "retarget", action: strategies.Action{Kind: strategies.ActionRetarget, Deployment: contract.SuffixGreen},
 			want: [][]string{{"patch horizontalpodautoscalers api", `{"spec":{"scaleTargetRef":{"name":"api-green"}}}`}}},
+		{name: "set a role", action: strategies.Action{Kind: strategies.ActionRole, Deployment: "", Role: strategies.RoleIdle},
+			setup: func(x *execution) { x.git = gitDeployment("v2", nil) },
+			want:  [][]string{{"patch deployments api", `{"metadata":{"annotations":{"plimsoll.dev/role":"idle"},"labels":{}}}`}}},
+		{name: "set the role of a Deployment the workload lacks", action: strategies.Action{Kind: strategies.ActionRole, Deployment: contract.SuffixBlue, Role: strategies.RoleIdle}},
 		{name: "retarget no autoscaler", action: strategies.Action{Kind: strategies.ActionRetarget, Deployment: contract.SuffixGreen},
 			setup: func(x *execution) { x.autoscaler = nil }},
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // The writes of the executor's actions but a Deployment's own (see
@@ -184,4 +185,30 @@ func (c *Controller) deletePod(ctx context.Context, w *workload, name string) er
 		return fmt.Errorf("delete pod %s, left without an owner: %w", name, err)
 	}
 	return nil
+}
+
+// setRole sets plimsoll.dev/role on d, Deployment <name> of Git Deployment
+// git, removes the labels and annotations the controller wrote on it from
+// Git and git no longer sets (see handEdits.dropped), and returns d as
+// written.
+func (c *Controller) setRole(ctx context.Context, d, git *appsv1.Deployment, role strategies.Role) (*appsv1.Deployment, error) {
+	labels, annotations := c.hand.dropped(d, git)
+	meta := map[string]map[string]any{"labels": {}, "annotations": {contract.AnnotationRole: string(role)}}
+	for _, k := range labels {
+		meta["labels"][k] = nil
+	}
+	for _, k := range annotations {
+		meta["annotations"][k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, fmt.Errorf("encode the role of Deployment %s: %w", d.Name, err)
+	}
+	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
+	}
+	c.written.wrote(out)
+	return out, nil
 }

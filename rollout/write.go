@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -19,7 +18,6 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
-	"plimsoll.dev/plimsoll/strategies"
 )
 
 // clearCommand removes command cmd from Deployment d, unless the
@@ -60,32 +58,6 @@ func (c *Controller) labelPod(ctx context.Context, ns, pod string, value *string
 	}
 	c.labelled.wrote(out)
 	return nil
-}
-
-// setRole sets plimsoll.dev/role on d, Deployment <name> of Git Deployment
-// git, removes the labels and annotations the controller wrote on it from
-// Git and git no longer sets (see handEdits.dropped), and returns d as
-// written.
-func (c *Controller) setRole(ctx context.Context, d, git *appsv1.Deployment, role strategies.Role) (*appsv1.Deployment, error) {
-	labels, annotations := c.hand.dropped(d, git)
-	meta := map[string]map[string]any{"labels": {}, "annotations": {contract.AnnotationRole: string(role)}}
-	for _, k := range labels {
-		meta["labels"][k] = nil
-	}
-	for _, k := range annotations {
-		meta["annotations"][k] = nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": meta})
-	if err != nil {
-		return nil, fmt.Errorf("encode the role of Deployment %s: %w", d.Name, err)
-	}
-	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return nil, fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
-	}
-	c.written.wrote(out)
-	return out, nil
 }
 
 // writeDeployment creates want when live is nil, else writes what differs

@@ -51,6 +51,11 @@ const (
 	// ActionApply applies Git's Deployment <name> of a rolling workload
 	// with server-side apply, as Apply says.
 	ActionApply
+	// ActionRole gives the workload's Deployment Deployment the role Role
+	// alone, dropping what Git dropped of the metadata the controller
+	// wrote on it from Git: <name> of a workload switching to blue-green
+	// becomes idle, and serves until the first color takes over.
+	ActionRole
 )
 
 // ServiceRole names a Service a strategy steers.

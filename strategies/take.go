@@ -334,6 +334,10 @@ type BlueGreenTake struct {
 	Retarget bool
 	// Intake is how the take was made (see Steps).
 	Intake Intake
+	// Actions are the writes of the take made at once, before the plan
+	// that follows: <name> of a workload switching from rolling or canary
+	// (From) becomes idle (see ActionRole), no longer the primary.
+	Actions []Action
 }
 
 // Steps reports whether the plan's step follows the take, which intends
@@ -361,6 +365,9 @@ func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
 		take.From = contract.StrategyRolling
 	case RoleStable:
 		take.From = contract.StrategyCanary
+	}
+	if take.From != "" {
+		take.Actions = []Action{{Kind: ActionRole, Deployment: "", Role: RoleIdle}}
 	}
 	take.FreshState = held.Blue == nil && held.Green == nil
 	take.Status, take.Decision = TakeRevision(held.Recorded, hash, commit)

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -250,7 +251,17 @@ func TestTakeBlueGreen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := TakeBlueGreen(tc.held, git, commitV4)
 			checkHandOver(t, got.Status, got.Decision, tc.revision, tc.action)
-			if got.Status, got.Decision = (Status{}), (RevisionDecision{}); got != tc.want {
+			// <name> of a workload switching to blue-green, and no other,
+			// becomes idle at once.
+			var idle []Action
+			if tc.want.From != "" {
+				idle = []Action{{Kind: ActionRole, Deployment: "", Role: RoleIdle}}
+			}
+			if !reflect.DeepEqual(got.Actions, idle) {
+				t.Errorf("actions %+v, want %+v", got.Actions, idle)
+			}
+			got.Status, got.Decision, got.Actions = Status{}, RevisionDecision{}, nil
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("take\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
