@@ -84,8 +84,8 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			err = c.deleteDeployment(ctx, x.w, x.w.name+a.Deployment, policy)
 		case strategies.ActionDeletePod:
 			err = c.deletePod(ctx, x.w, a.Pod)
-		case strategies.ActionRole:
-			err = c.executeRole(ctx, x, a)
+		case strategies.ActionMetadata:
+			err = c.executeMetadata(ctx, x, a)
 		case strategies.ActionRetarget:
 			if x.autoscaler != nil {
 				err = c.retarget(ctx, x.autoscaler, x.w.name+a.Deployment)
@@ -223,15 +223,16 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 	return nil
 }
 
-// executeRole sets the role of one Deployment of the workload as action a
-// asks (see setRole); the workload holds it as written from then on.
-func (c *Controller) executeRole(ctx context.Context, x *execution, a strategies.Action) error {
+// executeMetadata writes the metadata of one Deployment of the workload
+// as action a asks (see writeMetadata); the workload holds it as written
+// from then on, so that a write after it in the plan starts from there.
+func (c *Controller) executeMetadata(ctx context.Context, x *execution, a strategies.Action) error {
 	d := x.w.deployment(a.Deployment)
 	if d == nil {
 		return nil
 	}
-	out, err := c.setRole(ctx, d, x.git, a.Role)
-	if err != nil {
+	out, err := c.writeMetadata(ctx, d, x.git, a.Role, a.Drop)
+	if err != nil || out == nil {
 		return err
 	}
 	x.w.deploys[out.Name] = out

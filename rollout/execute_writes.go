@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,27 +188,34 @@ func (c *Controller) deletePod(ctx context.Context, w *workload, name string) er
 	return nil
 }
 
-// setRole sets plimsoll.dev/role on d, Deployment <name> of Git Deployment
-// git, removes the labels and annotations the controller wrote on it from
-// Git and git no longer sets (see handEdits.dropped), and returns d as
-// written.
-func (c *Controller) setRole(ctx context.Context, d, git *appsv1.Deployment, role strategies.Role) (*appsv1.Deployment, error) {
+// writeMetadata writes on d, Deployment <name> of Git Deployment git, the
+// role (none for ""), without the annotations drop and without the labels
+// and annotations that the controller wrote on d from Git and git no
+// longer sets (see handEdits.dropped), in one merge patch; it returns d as
+// written, nil when there was nothing to write.
+func (c *Controller) writeMetadata(ctx context.Context, d, git *appsv1.Deployment, role strategies.Role, drop []string) (*appsv1.Deployment, error) {
 	labels, annotations := c.hand.dropped(d, git)
-	meta := map[string]map[string]any{"labels": {}, "annotations": {contract.AnnotationRole: string(role)}}
+	meta := map[string]map[string]any{"labels": {}, "annotations": {}}
+	if role != "" {
+		meta["annotations"][contract.AnnotationRole] = string(role)
+	}
 	for _, k := range labels {
 		meta["labels"][k] = nil
 	}
-	for _, k := range annotations {
+	for _, k := range slices.Concat(annotations, drop) {
 		meta["annotations"][k] = nil
+	}
+	if len(meta["labels"])+len(meta["annotations"]) == 0 {
+		return nil, nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
-		return nil, fmt.Errorf("encode the role of Deployment %s: %w", d.Name, err)
+		return nil, fmt.Errorf("encode the metadata of Deployment %s: %w", d.Name, err)
 	}
 	out, err := c.writerOf(d).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
-		return nil, fmt.Errorf("set the role of Deployment %s: %w", d.Name, err)
+		return nil, fmt.Errorf("write the metadata of Deployment %s: %w", d.Name, err)
 	}
 	c.written.wrote(out)
 	return out, nil

@@ -54,20 +54,6 @@ func (c *Controller) reconcileRolling(ctx context.Context, w *workload, in inten
 // holds all of that already.
 func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, live *appsv1.Deployment) error {
 	git := in.git
-	if labels, annotations := c.hand.dropped(live, git); len(labels) > 0 || len(annotations) > 0 {
-		// An apply removes what it no longer sends, but only once it
-		// applies (nothing else may have changed), and only of what its
-		// applies set (not what a canary's writes set before a switch):
-		// the keys go in a write of their own.
-		want := live.DeepCopy()
-		dropKeys(want, labels, annotations)
-		out, err := c.patchDeployment(ctx, live, want, false)
-		if err != nil {
-			return err
-		}
-		c.written.wrote(out)
-		live = out
-	}
 	recorded := strategies.Status{}
 	if live != nil {
 		var err error
@@ -98,18 +84,9 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 		Analysis: j.specs, Run: j.run, Pods: templatePods(w, live), Now: c.clock.Now()})
 	c.requeueRolling(w, plan)
 	from := previousStrategy(w, contract.StrategyRolling)
-	var keep map[string]string
-	if live != nil && !isPrimary(live) {
-		// The workload was blue-green or canary: <name> becomes the
-		// primary, and what the previous strategy left goes once it is
-		// Healthy (see retire).
-		var err error
-		if keep, err = c.retireFromRolling(ctx, live, git); err != nil {
-			return err
-		}
-	}
+	labels, annotations := c.hand.dropped(live, git)
 	held := strategies.RollingHeld{Git: git, Live: live, Recorded: recorded, Stamped: stampedWith(live, want.Hash),
-		Primary: isPrimary(live), Switching: live != nil && w.hasAny(sideSuffixes), KeepLabels: keep,
+		Primary: isPrimary(live), Switching: live != nil && w.hasAny(sideSuffixes), GitDropped: len(labels)+len(annotations) > 0,
 		Cause: changeCause(in.commit, in.subject), Autoscaled: autoscaled, Count: count, Once: c.once.Load()}
 	if live != nil {
 		held.KeepsHandEdits = keepsHandEdits(git, live)

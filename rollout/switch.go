@@ -3,13 +3,10 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
@@ -51,14 +48,6 @@ import (
 // spec do not carry over: the new strategy starts from Git's annotations.
 // Each switch is told by a PhaseChanged Event naming both strategies.
 
-// progressiveKeys are the annotations a progressive strategy leaves on
-// <name> that mean nothing to a rolling workload: its input keys, when Git
-// no longer sets them, and its state.
-var progressiveKeys = slices.Concat([]string{
-	contract.AnnotationStrategy, contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService,
-	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
-}, contract.StateKeys)
-
 // previousStrategy names the strategy other than target that workload
 // w's Deployments were written for, "" when none (see
 // workloads.PreviousStrategy).
@@ -75,45 +64,6 @@ func (c *Controller) eventSwitching(ctx context.Context, d *appsv1.Deployment, f
 	}
 	c.log.Info("switching strategy", "workload", d.Namespace+"/"+d.Labels[contract.LabelWorkload], "from", from, "to", to)
 	c.eventFor(ctx, d, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("switching from %s to %s: %s", from, to, how))
-}
-
-// retireFromRolling prepares the live Deployment <name> of a workload that
-// was blue-green's legacy Deployment or canary's stable one for a rolling
-// apply of git: it removes the progressive annotations Git does not set
-// (an apply does not remove fields another operation wrote), and returns
-// the template labels the apply must keep so that the Service still
-// selects the new pods (canary's serving label).
-func (c *Controller) retireFromRolling(ctx context.Context, live, git *appsv1.Deployment) (map[string]string, error) {
-	if live == nil {
-		return nil, nil
-	}
-	var stale []string
-	for _, k := range progressiveKeys {
-		if _, inLive := live.Annotations[k]; inLive {
-			if _, inGit := git.Annotations[k]; !inGit {
-				stale = append(stale, k)
-			}
-		}
-	}
-	if len(stale) > 0 {
-		var b strings.Builder
-		for i, k := range stale {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%q:null", k)
-		}
-		patch := []byte(`{"metadata":{"annotations":{` + b.String() + `}}}`)
-		if _, err := c.writerOf(live).AppsV1().Deployments(live.Namespace).Patch(ctx, live.Name, types.MergePatchType, patch,
-			metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-			return nil, fmt.Errorf("remove the annotations of the previous strategy: %w", err)
-		}
-	}
-	keep := map[string]string{}
-	if v := live.Spec.Template.Labels[contract.LabelServing]; v != "" {
-		keep[contract.LabelServing] = v
-	}
-	return keep, nil
 }
 
 // forgetDeployment drops what the controller remembers of Deployment

@@ -51,11 +51,15 @@ const (
 	// ActionApply applies Git's Deployment <name> of a rolling workload
 	// with server-side apply, as Apply says.
 	ActionApply
-	// ActionRole gives the workload's Deployment Deployment the role Role
-	// alone, dropping what Git dropped of the metadata the controller
-	// wrote on it from Git: <name> of a workload switching to blue-green
-	// becomes idle, and serves until the first color takes over.
-	ActionRole
+	// ActionMetadata writes the metadata of the workload's Deployment
+	// Deployment alone, before anything else is written of it: the role
+	// Role (none for ""), without the annotations Drop, and without what
+	// Git dropped of the labels and annotations the controller wrote on
+	// it from Git. <name> of a workload switching to blue-green becomes
+	// idle, and serves until the first color takes over; <name> of one
+	// switching to rolling loses the previous strategy's annotations,
+	// which an apply does not remove (another operation wrote them).
+	ActionMetadata
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -119,6 +123,7 @@ type Action struct {
 	// Drop are the selector keys an ActionSelect removes in the same
 	// write: those of the strategy the workload no longer uses, so that
 	// no moment has both (a selector of color and serving selects no pod).
+	// Of an ActionMetadata, the annotations it removes.
 	Drop []string
 	// Apply is the write of an ActionApply.
 	Apply *RollingWrite

@@ -1,8 +1,11 @@
 package strategies
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"plimsoll.dev/plimsoll/contract"
 )
 
 // RollingHeld is what the controller holds and observes of a rolling
@@ -30,10 +33,11 @@ type RollingHeld struct {
 	// KeepsHandEdits: the live Deployment or Git's keeps kubectl's edits
 	// (plimsoll.dev/kubectl-edits: keep).
 	KeepsHandEdits bool
-	// KeepLabels are template labels the write keeps while a previous
-	// strategy retires (a canary's serving label, which its Service's
-	// selector still holds).
-	KeepLabels map[string]string
+	// GitDropped: Git's Deployment no longer sets labels or annotations
+	// that the controller wrote on Live from it. An apply removes only
+	// what its own applies set, and only once it applies: they go in a
+	// write of their own (see ActionMetadata).
+	GitDropped bool
 	// Cause is the change cause of a new template ("<short commit>
 	// <subject>"); RecordedCause is the one recorded with the revision
 	// that runs.
@@ -100,6 +104,10 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 	if live == nil && plan.Template == TemplateLive {
 		return nil
 	}
+	var actions []Action
+	if stale := staleInputs(h); h.GitDropped || len(stale) > 0 {
+		actions = append(actions, Action{Kind: ActionMetadata, Deployment: "", Drop: stale})
+	}
 	w := &RollingWrite{Always: live == nil, QuietStatus: h.Once}
 	keepCause := func() {
 		if live != nil {
@@ -129,14 +137,17 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 		w.Template, w.Stamp = plan.Rollback.Template, true
 		keepCause()
 	}
-	if len(h.KeepLabels) > 0 {
+	if v := annotatedTemplateOf(live).Labels[contract.LabelServing]; v != "" && !h.Primary {
+		// A canary's stable Deployment becomes the primary: its pods keep
+		// the serving label, which the canary's Service still selects by
+		// until the switch retires its key (see PlanRetirement). The label
+		// stays for as long as the template runs, and goes with the next
+		// revision's: taking it away alone would replace every pod.
 		w.Template = *w.Template.DeepCopy()
 		if w.Template.Labels == nil {
 			w.Template.Labels = map[string]string{}
 		}
-		for k, v := range h.KeepLabels {
-			w.Template.Labels[k] = v
-		}
+		w.Template.Labels[contract.LabelServing] = v
 	}
 	if live != nil && h.Switching {
 		surge := Surge(h.Git.Spec.Strategy)
@@ -146,5 +157,38 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 		count := h.Count
 		w.Replicas = &count
 	}
-	return []Action{{Kind: ActionApply, Status: true, Role: RolePrimary, Apply: w}}
+	return append(actions, Action{Kind: ActionApply, Status: true, Role: RolePrimary, Apply: w})
+}
+
+// progressiveInputs are the annotations a blue-green or canary workload
+// reads, which a rolling one does not, and the state they record.
+var progressiveInputs = slices.Concat([]string{
+	contract.AnnotationStrategy, contract.AnnotationActiveService, contract.AnnotationPreviewService, contract.AnnotationService,
+	contract.AnnotationAutoPromote, contract.AnnotationScaleDownDelay, contract.AnnotationSteps,
+}, contract.StateKeys)
+
+// staleInputs are the annotations of a previous strategy that h's live
+// Deployment <name>, not yet the primary of a rolling workload (the
+// legacy Deployment of blue-green, the stable one of canary), carries
+// and Git's does not set: a rolling apply does not remove them.
+func staleInputs(h RollingHeld) []string {
+	if h.Live == nil || h.Primary {
+		return nil
+	}
+	var stale []string
+	for _, k := range progressiveInputs {
+		_, inLive := h.Live.Annotations[k]
+		if _, inGit := h.Git.Annotations[k]; inLive && !inGit {
+			stale = append(stale, k)
+		}
+	}
+	return stale
+}
+
+// annotatedTemplateOf is d's pod template, an empty one for nil.
+func annotatedTemplateOf(d *appsv1.Deployment) corev1.PodTemplateSpec {
+	if d == nil {
+		return corev1.PodTemplateSpec{}
+	}
+	return d.Spec.Template
 }

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +27,17 @@ func TestPlanRollingApply(t *testing.T) {
 	undone := live.DeepCopy()
 	undone.Spec.Template.Annotations = map[string]string{contract.AnnotationTemplateHash: "h1"}
 	rollback := &Rollback{Template: template("web:v0")}
+	// stable is a canary's stable Deployment, with the canary's inputs and
+	// state, its pods labelled serving.
+	stable := live.DeepCopy()
+	stable.Annotations[contract.AnnotationStrategy] = contract.StrategyCanary
+	stable.Annotations[contract.AnnotationService] = "web"
+	stable.Annotations[contract.AnnotationSteps] = "50%, 100%"
+	stable.Annotations[contract.AnnotationStep] = "2"
+	stable.Spec.Template.Labels = map[string]string{contract.LabelServing: "true"}
+	// primary has run with the serving label since such a switch.
+	primary := stable.DeepCopy()
+	primary.Annotations = map[string]string{AnnotationChangeCause: "aaaaaaa v1"}
 	held := func(change func(*RollingHeld)) RollingHeld {
 		h := RollingHeld{Git: git, Live: live, Recorded: Status{Phase: PhaseHealthy, Revision: 2, Hash: "h2"},
 			Primary: true, Cause: "bbbbbbb v2", RecordedCause: "ccccccc v2"}
@@ -42,8 +54,29 @@ func TestPlanRollingApply(t *testing.T) {
 		image string // "" for no action
 		stamp bool
 		cause string
+		// meta are the annotations an ActionMetadata before the apply
+		// drops; nil for none.
+		meta  []string
 		check func(*RollingWrite) string
 	}{
+		{name: "Git dropped metadata the controller wrote: a write of its own first", plan: git2,
+			held: held(func(h *RollingHeld) { h.GitDropped = true }), image: "web:v2", stamp: true, cause: "bbbbbbb v2", meta: []string{}},
+		{name: "the serving label stays on a template that runs", plan: git2,
+			held: held(func(h *RollingHeld) { h.Live, h.RunsGit = primary, true }), image: "web:v1", cause: "aaaaaaa v1",
+			check: func(w *RollingWrite) string {
+				if w.Template.Labels[contract.LabelServing] != "true" {
+					return "want the serving label kept on the running template"
+				}
+				return ""
+			}},
+		{name: "the serving label goes with the next revision", plan: git2, held: held(func(h *RollingHeld) { h.Live = primary }),
+			image: "web:v2", stamp: true, cause: "bbbbbbb v2",
+			check: func(w *RollingWrite) string {
+				if _, ok := w.Template.Labels[contract.LabelServing]; ok {
+					return "want Git's template without the serving label"
+				}
+				return ""
+			}},
 		{name: "a new revision: Git's template, stamped, the commit its cause", plan: git2, held: held(nil),
 			image: "web:v2", stamp: true, cause: "bbbbbbb v2"},
 		{name: "Git's template runs already: as it runs, its cause kept", plan: git2, held: held(func(h *RollingHeld) { h.RunsGit = true }),
@@ -83,8 +116,10 @@ func TestPlanRollingApply(t *testing.T) {
 		{name: "switching from canary: a surge, the serving label kept, at the autoscaler's count, quiet in once mode",
 			plan: git2, held: held(func(h *RollingHeld) {
 				h.Switching, h.Autoscaled, h.Count, h.Once = true, true, 7, true
-				h.KeepLabels = map[string]string{contract.LabelServing: "true"}
-			}), image: "web:v2", stamp: true, cause: "bbbbbbb v2", check: func(w *RollingWrite) string {
+				h.Primary, h.Live = false, stable
+			}), image: "web:v2", stamp: true, cause: "bbbbbbb v2",
+			meta: []string{contract.AnnotationStrategy, contract.AnnotationService, contract.AnnotationSteps, contract.AnnotationStep},
+			check: func(w *RollingWrite) string {
 				switch {
 				case w.Strategy == nil || w.Strategy.RollingUpdate == nil || w.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0:
 					return "want a surge strategy, no pod unavailable"
@@ -106,6 +141,13 @@ func TestPlanRollingApply(t *testing.T) {
 			}
 			continue
 		}
+		if tt.meta != nil {
+			if len(actions) == 0 || actions[0].Kind != ActionMetadata || actions[0].Deployment != "" ||
+				!slices.Equal(actions[0].Drop, tt.meta) && len(actions[0].Drop)+len(tt.meta) > 0 {
+				t.Fatalf("%s: actions %+v, want an ActionMetadata of <name> dropping %v first", tt.name, actions, tt.meta)
+			}
+			actions = actions[1:]
+		}
 		if len(actions) != 1 || actions[0].Kind != ActionApply || actions[0].Apply == nil || actions[0].Role != RolePrimary {
 			t.Fatalf("%s: actions %+v, want one ActionApply of the primary", tt.name, actions)
 		}
@@ -120,7 +162,7 @@ func TestPlanRollingApply(t *testing.T) {
 			}
 		}
 	}
-	if live.Spec.Template.Labels != nil {
+	if live.Spec.Template.Labels != nil || len(stable.Spec.Template.Labels) != 1 {
 		t.Error("keeping a label changed the live Deployment's template")
 	}
 }

@@ -336,7 +336,7 @@ type BlueGreenTake struct {
 	Intake Intake
 	// Actions are the writes of the take made at once, before the plan
 	// that follows: <name> of a workload switching from rolling or canary
-	// (From) becomes idle (see ActionRole), no longer the primary.
+	// (From) becomes idle (see ActionMetadata), no longer the primary.
 	Actions []Action
 }
 
@@ -367,7 +367,7 @@ func TakeBlueGreen(held BlueGreenHeld, hash, commit string) BlueGreenTake {
 		take.From = contract.StrategyCanary
 	}
 	if take.From != "" {
-		take.Actions = []Action{{Kind: ActionRole, Deployment: "", Role: RoleIdle}}
+		take.Actions = []Action{{Kind: ActionMetadata, Deployment: "", Role: RoleIdle}}
 	}
 	take.FreshState = held.Blue == nil && held.Green == nil
 	take.Status, take.Decision = TakeRevision(held.Recorded, hash, commit)

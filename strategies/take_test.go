@@ -255,7 +255,7 @@ func TestTakeBlueGreen(t *testing.T) {
 			// becomes idle at once.
 			var idle []Action
 			if tc.want.From != "" {
-				idle = []Action{{Kind: ActionRole, Deployment: "", Role: RoleIdle}}
+				idle = []Action{{Kind: ActionMetadata, Deployment: "", Role: RoleIdle}}
 			}
 			if !reflect.DeepEqual(got.Actions, idle) {
 				t.Errorf("actions %+v, want %+v", got.Actions, idle)
