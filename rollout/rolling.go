@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -36,7 +35,7 @@ func (c *Controller) reconcileRolling(ctx context.Context, w *workload, in inten
 			if err != nil {
 				return err
 			}
-			return c.command(ctx, live, recorded, cmd)
+			return c.command(ctx, w, live, recorded, cmd)
 		}
 	}
 	if in.git == nil {
@@ -174,7 +173,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	if cached == nil {
 		return nil // deleted: nothing to roll out
 	}
-	live := cached.DeepCopy()
+	live := cached
 	recorded, err := strategies.ReadStatus(live.Annotations)
 	if err != nil {
 		return err
@@ -198,23 +197,29 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	if err := c.retireWhenHealthy(ctx, w, live, plan.Status); err != nil {
 		return err
 	}
-	updated := live.DeepCopy()
-	writeStatus(updated, plan.Status)
-	setRun(updated, plan.Run)
-	if plan.Template == strategies.TemplateRollback {
-		updated.Spec.Template = workloadTemplate(plan.Rollback.Template, w.name)
+	rollback, ran := plan.Template == strategies.TemplateRollback, live.Annotations[contract.AnnotationAnalysisRun]
+	x := &execution{w: w, annotations: rollingAnnotations(plan.Status, plan.Run), primary: live}
+	x.written = func() {
+		if plan.Status == recorded && strategies.EncodeRun(plan.Run) == ran && !rollback {
+			return // nothing changed to tell
+		}
+		c.report(ctx, live, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: rollback})
+		c.reportAnalysis(ctx, live, strategies.DecodeRun(ran), plan.Run, j.taken, j.specs)
 	}
-	if maps.Equal(updated.Annotations, live.Annotations) && plan.Template != strategies.TemplateRollback {
-		return nil
-	}
-	out, err := c.patchDeployment(ctx, live, updated, plan.Template == strategies.TemplateRollback)
-	if err != nil {
+	if err := c.execute(ctx, x, strategies.PlanRollingFollow(plan, w.name)); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", w.ns, w.name, err)
 	}
-	c.written.wrote(out)
-	c.report(ctx, updated, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: plan.Template == strategies.TemplateRollback})
-	c.reportAnalysis(ctx, updated, strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun]), plan.Run, j.taken, j.specs)
 	return nil
+}
+
+// rollingAnnotations are the annotations a rolling workload's status st
+// and analysis run records.
+func rollingAnnotations(st strategies.Status, run *strategies.AnalysisRun) map[string]string {
+	a := st.Annotations()
+	if v := strategies.EncodeRun(run); v != "" {
+		a[contract.AnnotationAnalysisRun] = v
+	}
+	return a
 }
 
 // templatePods are the pods of w that run live's template, known by the
@@ -245,30 +250,19 @@ func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *a
 	return c.retire(ctx, w, contract.StrategyRolling, nil, healthy, specReplicas(live), live, sideSuffixes...)
 }
 
-// command acts on command cmd on rolling Deployment live, recorded its
-// status (see strategies.ApplyCommand): pause and resume are the
-// Deployment's own spec.paused, and the command is cleared in the same
-// write.
-func (c *Controller) command(ctx context.Context, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
+// command acts on command cmd on rolling Deployment live of workload w,
+// recorded its status (see strategies.ApplyCommand), in the one write
+// strategies.PlanRollingCommand lists.
+func (c *Controller) command(ctx context.Context, w *workload, live *appsv1.Deployment, recorded strategies.Status, cmd string) error {
 	run := strategies.DecodeRun(live.Annotations[contract.AnnotationAnalysisRun])
 	done := strategies.ApplyCommand(cmd, strategies.Held{Status: recorded, Paused: live.Spec.Paused, Run: run}, false)
-	updated := live.DeepCopy()
-	delete(updated.Annotations, contract.AnnotationCommand)
-	updated.Spec.Paused = done.Held.Paused
-	if done.Held.Status != recorded {
-		writeStatus(updated, done.Held.Status)
-	}
-	if done.Held.Run != run {
-		setRun(updated, done.Held.Run)
-	}
-	did := done.Describe("")
-	out, err := c.patchDeployment(ctx, live, updated, updated.Spec.Paused != live.Spec.Paused)
-	if err != nil {
+	x := &execution{w: w, annotations: rollingAnnotations(done.Held.Status, done.Held.Run), primary: live, commandOn: live, command: cmd}
+	if err := c.execute(ctx, x, strategies.PlanRollingCommand(done)); err != nil {
 		return fmt.Errorf("act on command %q: %w", cmd, err)
 	}
-	c.written.wrote(out)
+	did := done.Describe("")
 	c.log.Info("command", "workload", live.Namespace+"/"+live.Name, "command", cmd, "result", did)
 	c.metrics.command(strings.TrimSpace(cmd))
-	c.eventFor(ctx, updated, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
+	c.eventFor(ctx, live, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd, did))
 	return nil
 }

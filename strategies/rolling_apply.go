@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // RollingHeld is what the controller holds and observes of a rolling
@@ -158,6 +159,35 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 		w.Replicas = &count
 	}
 	return append(actions, Action{Kind: ActionApply, Status: true, Role: RolePrimary, Apply: w})
+}
+
+// PlanRollingFollow lists the one write of a rolling workload that runs
+// without an intent from Git (a daemon that started and has not synced
+// yet), planned from its recorded hash: the plan's status and analysis
+// run and, for a rollback, the rollback's template, labelled with
+// workload and stamped. The executor skips the write when the Deployment
+// holds all of it already.
+func PlanRollingFollow(plan RollingPlan, workload string) []Action {
+	a := Action{Kind: ActionWrite, Deployment: "", Status: true}
+	if plan.Template == TemplateRollback {
+		t := *plan.Rollback.Template.DeepCopy()
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		t.Labels[contract.LabelWorkload] = workload
+		t = podtemplate.Stamp(t)
+		a.Template = &t
+	}
+	return []Action{a}
+}
+
+// PlanRollingCommand lists the one write of a command acted on by a
+// rolling workload (see ApplyCommand): pause and resume are the
+// Deployment's own spec.paused, and the status and analysis run after
+// the command go with them, in the write that clears the command.
+func PlanRollingCommand(done Commanded) []Action {
+	paused := done.Held.Paused
+	return []Action{{Kind: ActionWrite, Deployment: "", Status: true, Paused: &paused, ClearCommand: true}}
 }
 
 // progressiveInputs are the annotations a blue-green or canary workload

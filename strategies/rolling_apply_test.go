@@ -166,3 +166,30 @@ func TestPlanRollingApply(t *testing.T) {
 		t.Error("keeping a label changed the live Deployment's template")
 	}
 }
+
+// TestPlanRollingFollow: a rolling workload followed from what it records
+// writes its status, and a rollback's template labelled with the
+// workload and stamped; a command's write carries the pause and clears
+// the command.
+func TestPlanRollingFollow(t *testing.T) {
+	rollback := &Rollback{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v0"}}}}}
+	status := PlanRollingFollow(RollingPlan{Template: TemplateGit}, "web")
+	if len(status) != 1 || status[0].Kind != ActionWrite || !status[0].Status || status[0].Template != nil {
+		t.Errorf("following: %+v, want one write of the status alone", status)
+	}
+	back := PlanRollingFollow(RollingPlan{Template: TemplateRollback, Rollback: rollback}, "web")
+	if len(back) != 1 || back[0].Template == nil {
+		t.Fatalf("rolling back: %+v, want one write with a template", back)
+	}
+	if tpl := back[0].Template; tpl.Labels[contract.LabelWorkload] != "web" || tpl.Annotations[contract.AnnotationTemplateHash] == "" ||
+		tpl.Spec.Containers[0].Image != "web:v0" {
+		t.Errorf("rollback template %+v, want web:v0 labelled with the workload and stamped", tpl)
+	}
+	if rollback.Template.Labels != nil {
+		t.Error("the plan changed the rollback's template")
+	}
+	pause := PlanRollingCommand(Commanded{Name: "pause", Held: Held{Paused: true}})
+	if len(pause) != 1 || pause[0].Paused == nil || !*pause[0].Paused || !pause[0].ClearCommand || !pause[0].Status {
+		t.Errorf("pause: %+v, want one write of the status, paused, clearing the command", pause)
+	}
+}
