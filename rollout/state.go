@@ -119,11 +119,6 @@ func commandOn(primary *appsv1.Deployment, others ...*appsv1.Deployment) *appsv1
 	return primary
 }
 
-// writeStatus replaces the status annotations of d with s's.
-func writeStatus(d *appsv1.Deployment, s strategies.Status) {
-	record(d, contract.StatusKeys, s.Annotations())
-}
-
 // record replaces the annotations keys of d with values, which names
 // some of keys: those it leaves out are removed. It is the one writer of
 // the status and state annotations.
