@@ -128,12 +128,17 @@ func (c *Controller) executeWrite(ctx context.Context, x *execution, a strategie
 	if a.ChangeCause != "" {
 		setAnnotation(&want.ObjectMeta, AnnotationChangeCause, a.ChangeCause)
 	}
+	for k, v := range a.Annotations {
+		setAnnotation(&want.ObjectMeta, k, v)
+	}
 	if err := c.writeDeployment(ctx, x.w.cached(live), want); err != nil {
 		return err
 	}
 	x.cleared = x.cleared || clears
-	if err := c.mirror(ctx, x.w, want); err != nil {
-		return err
+	if !a.Alone {
+		if err := c.mirror(ctx, x.w, want); err != nil {
+			return err
+		}
 	}
 	if a.ClearCommand && live == x.primary {
 		// The plan clears the command with the primary's write; one that

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
-	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 	workloads "plimsoll.dev/plimsoll/workload"
 )
 
@@ -70,12 +70,8 @@ func (c *Controller) reportRefusal(ctx context.Context, key string, err error) {
 		}
 		return
 	}
-	if d.Annotations[contract.AnnotationMessage] != msg {
-		want := d.DeepCopy()
-		setAnnotation(&want.ObjectMeta, contract.AnnotationMessage, msg)
-		if werr := c.writeDeployment(ctx, w.cached(d), want); werr != nil {
-			c.log.Warn("record a refused write", "workload", key, "err", errors.Join(err, werr))
-		}
+	if werr := c.execute(ctx, &execution{w: w}, strategies.PlanMessage(strings.TrimPrefix(d.Name, name), msg)); werr != nil {
+		c.log.Warn("record a refused write", "workload", key, "err", errors.Join(err, werr))
 	}
 	c.eventFor(ctx, d, corev1.EventTypeWarning, ReasonWriteRefused, msg)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +17,7 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/fields"
 	"plimsoll.dev/plimsoll/internal/podtemplate"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // clearCommand removes command cmd from Deployment d, unless the
@@ -204,21 +204,14 @@ func (c *Controller) markInvalid(ctx context.Context, w *workload, err error, gi
 	if !isInputError(err) {
 		return err
 	}
-	for _, live := range deploys {
-		if live == nil {
-			continue
+	var suffixes []string
+	for _, d := range deploys {
+		if d != nil {
+			suffixes = append(suffixes, strings.TrimPrefix(d.Name, w.name))
 		}
-		want := live.DeepCopy()
-		for k, v := range git {
-			if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(workloadKeys, k) && k != contract.AnnotationStrategy {
-				setAnnotation(&want.ObjectMeta, k, v)
-			}
-		}
-		setAnnotation(&want.ObjectMeta, contract.AnnotationPhase, contract.PhaseDegraded)
-		setAnnotation(&want.ObjectMeta, contract.AnnotationMessage, err.Error())
-		if werr := c.writeDeployment(ctx, w.cached(live), want); werr != nil {
-			return werr
-		}
+	}
+	if err := c.execute(ctx, &execution{w: w}, strategies.PlanInvalid(suffixes, git, err.Error())); err != nil {
+		return err
 	}
 	c.log.Info("workload cannot be rolled out as written", "workload", w.ns+"/"+w.name, "err", err)
 	return nil

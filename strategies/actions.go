@@ -104,6 +104,16 @@ type Action struct {
 	ClearCommand bool
 	// Paused, when set, is the spec.paused the write gives it.
 	Paused *bool
+	// Annotations, when set, are annotations the write gives it besides
+	// the status: a message, the inputs of Git that an error names.
+	Annotations map[string]string
+	// Alone writes the Deployment and not its template's ReplicaSet,
+	// which every other write gives the same status annotations (see
+	// MirrorOf): the record of an error, which changes no count and no
+	// template, and which the Deployment controller copies in its own
+	// time. A write refused because the sync's identity may not patch
+	// ReplicaSets is told all the same.
+	Alone bool
 	// ReplicaSet names the ReplicaSet of an ActionHoldOut, an
 	// ActionRestore, an ActionHandOver or an ActionDeleteReplicaSet.
 	ReplicaSet string
