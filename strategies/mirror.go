@@ -65,8 +65,9 @@ type Mirror struct {
 // nothing to copy, and carries no resourceVersion to conflict on. The
 // template's ReplicaSet not made yet gets them when it is made.
 //
-// The count goes the same way. Each step of a canary scales the canary
-// or the stable Deployment, and the Deployment controller scaled the
+// A count down goes the same way (a count up is left to that controller:
+// see scaleOf). Each step of a canary scales the canary or the stable
+// Deployment, and the Deployment controller scaled the
 // ReplicaSet with an update and a ScalingReplicaSet Event of its own:
 // over 50 canaries of 4 pods and 5 steps, 5 scales a revision, 10 of the
 // 38 writes it made per workload. And the step's pods waited in its
@@ -157,8 +158,16 @@ func TemplateReplicaSet(d *appsv1.Deployment, own []*appsv1.ReplicaSet) *appsv1.
 // its check for a scaling event, which reads desired-replicas). With
 // another one active a rolling update or a proportional scale is under
 // way, whose arithmetic is the Deployment controller's to do.
+//
+// Only a count down is written first. That controller scales rs to the
+// count of d its cache holds, which can be an earlier one: after an API
+// server outage its Deployments lag its ReplicaSets by up to a minute.
+// A count up written first was then scaled back down, and the pod it
+// made deleted after a step had counted it serving and given a stable
+// pod up for it: 3 ready endpoints of 4. A count down scaled back up
+// makes a pod more for a while, and the pods that serve stay.
 func scaleOf(d *appsv1.Deployment, rs *appsv1.ReplicaSet, own []*appsv1.ReplicaSet) (int32, bool) {
-	if d.Spec.Replicas == nil || rs.Spec.Replicas == nil || *rs.Spec.Replicas == *d.Spec.Replicas || rs.DeletionTimestamp != nil {
+	if d.Spec.Replicas == nil || rs.Spec.Replicas == nil || *rs.Spec.Replicas <= *d.Spec.Replicas || rs.DeletionTimestamp != nil {
 		return 0, false
 	}
 	for _, other := range own {

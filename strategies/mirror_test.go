@@ -108,9 +108,10 @@ func TestScaleOf(t *testing.T) {
 		max    int32
 	}{
 		{"down, Git's default strategy: 25% of 3 rounded up", deploy(3, appsv1.DeploymentStrategy{}), rs("a", 4), []*appsv1.ReplicaSet{rs("b", 0)}, true, 3, 4},
-		{"up, surge 50% of 4", deploy(4, surge("50%")), rs("a", 2), nil, true, 4, 6},
+		{"down, surge 50% of 4", deploy(4, surge("50%")), rs("a", 6), nil, true, 4, 6},
+		{"up: the Deployment controller's, from the count it holds", deploy(4, surge("50%")), rs("a", 2), nil, false, 0, 0},
 		{"to 0", deploy(0, appsv1.DeploymentStrategy{}), rs("a", 2), nil, true, 0, 0},
-		{"recreate surges none", deploy(2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), rs("a", 1), nil, true, 2, 2},
+		{"recreate surges none", deploy(2, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), rs("a", 3), nil, true, 2, 2},
 		{"at the count already", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 4), nil, false, 0, 0},
 		{"another ReplicaSet asks for pods: a rolling update", deploy(4, appsv1.DeploymentStrategy{}), rs("a", 2), []*appsv1.ReplicaSet{rs("b", 1)}, false, 0, 0},
 		{"being deleted", deploy(3, appsv1.DeploymentStrategy{}), deleting, nil, false, 0, 0},

@@ -6,13 +6,19 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
@@ -95,6 +101,7 @@ func TestAPIServerOutage(t *testing.T) {
 				return err == nil && phaseIs(1, "Healthy")(dep), nil
 			})
 			mark := endpoints.mark()
+			deleted := watchDeletedPods(t, s.ns)
 
 			v2 := s.repo.Commit("v2", tt.files("v2"))
 			s.waitForCommit(t, v2)
@@ -143,6 +150,14 @@ func TestAPIServerOutage(t *testing.T) {
 					n, pods, strings.Join(endpoints.history(mark), "\n"))
 			}
 			t.Logf("endpoints during revision 2:\n%s", strings.Join(endpoints.history(mark), "\n"))
+			// No pod of revision 2 goes: each one made counted toward the
+			// step it was made for, and one deleted after it had (the
+			// Deployment controller scaling a ReplicaSet back from a stale
+			// cache) is a serving pod lost, whether or not the endpoint
+			// watch was connected to see the count drop.
+			if gone := withPrefix(deleted(), tt.revised); len(gone) > 0 {
+				t.Errorf("pods of revision 2 were deleted during the rollout: %v", gone)
+			}
 
 			waitFor(t, "the sync Synced at v2 again", func(ctx context.Context) (bool, error) {
 				st := s.status(t)
@@ -164,6 +179,38 @@ func TestAPIServerOutage(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// watchDeletedPods records the pods of namespace ns deleted from now on,
+// and returns their names so far.
+func watchDeletedPods(t *testing.T, ns string) func() []string {
+	t.Helper()
+	var mu gosync.Mutex
+	seen := map[string]bool{}
+	note := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			mu.Lock()
+			seen[p.Name] = true
+			mu.Unlock()
+		}
+	}
+	informer := coreinformers.NewPodInformer(suite.client, ns, 0, cache.Indexers{})
+	kit.RunInformer(t.Context(), t, informer, cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if p, ok := obj.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+				note(p)
+			}
+		},
+		DeleteFunc: note,
+	}, "deleted pods of "+ns)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(maps.Keys(seen))
 	}
 }
 
