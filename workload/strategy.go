@@ -1,6 +1,9 @@
 package workload
 
-import "plimsoll.dev/plimsoll/contract"
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	"plimsoll.dev/plimsoll/contract"
+)
 
 // The strategy of a workload: what Git names, what its Deployments run,
 // and what they ran before a switch. These are the one place each is
@@ -23,11 +26,7 @@ func NamedStrategy(annotations map[string]string) string {
 // a color, canary when <name> was written for canary and is not
 // blue-green's idle legacy Deployment, else rolling.
 func StrategyOf(name string, get Lookup) (string, error) {
-	d, err := get(name)
-	if err != nil {
-		return "", err
-	}
-	colors, err := hasColor(name, get)
+	d, colors, err := namesake(name, get)
 	if err != nil {
 		return "", err
 	}
@@ -50,11 +49,7 @@ func StrategyOf(name string, get Lookup) (string, error) {
 // while it has a canary Deployment or <name> is a canary's stable one; ""
 // when they run target's alone. A strategy switch retires what it names.
 func PreviousStrategy(name string, get Lookup, target string) (string, error) {
-	d, err := get(name)
-	if err != nil {
-		return "", err
-	}
-	colors, err := hasColor(name, get)
+	d, colors, err := namesake(name, get)
 	if err != nil {
 		return "", err
 	}
@@ -76,6 +71,18 @@ func PreviousStrategy(name string, get Lookup, target string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// namesake returns workload name's Deployment <name> (nil when none) and
+// whether the workload has a color Deployment: what its roles are read
+// from.
+func namesake(name string, get Lookup) (*appsv1.Deployment, bool, error) {
+	d, err := get(name)
+	if err != nil {
+		return nil, false, err
+	}
+	colors, err := hasColor(name, get)
+	return d, colors, err
 }
 
 // hasColor reports whether workload name has a color Deployment.
