@@ -27,7 +27,7 @@ func (c *Controller) deleteReplicaSet(ctx context.Context, w *workload, name str
 		uid = &metav1.Preconditions{UID: &rs.UID}
 	}
 	background := metav1.DeletePropagationBackground
-	err := c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: uid})
+	err := c.workloadWriter(w).AppsV1().ReplicaSets(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: uid})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ReplicaSet %s: %w", name, err)
 	}
@@ -138,7 +138,7 @@ func (c *Controller) patchReplicaSet(ctx context.Context, w *workload, name stri
 	if err != nil {
 		return err
 	}
-	_, err = c.writer(w.key()).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.workloadWriter(w).AppsV1().ReplicaSets(w.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
 
@@ -152,7 +152,7 @@ func (c *Controller) deleteDeployment(ctx context.Context, w *workload, name str
 	if d == nil {
 		return nil
 	}
-	err := c.writer(w.key()).AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy,
+	err := c.workloadWriter(w).AppsV1().Deployments(w.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy,
 		Preconditions: &metav1.Preconditions{UID: &d.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Deployment %s: %w", name, err)
@@ -177,7 +177,7 @@ func (c *Controller) deletePod(ctx context.Context, w *workload, name string) er
 	if pre == nil {
 		return nil
 	}
-	err := c.writer(w.key()).CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: pre})
+	err := c.workloadWriter(w).CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: pre})
 	if apierrors.IsConflict(err) {
 		c.log.Debug("pod changed since it was judged an orphan; judging again", "workload", w.ns+"/"+w.name, "pod", name)
 		return nil

@@ -218,7 +218,7 @@ func (c *Controller) mirror(ctx context.Context, w *workload, d *appsv1.Deployme
 		return fmt.Errorf("encode the patch of ReplicaSet %s: %w", m.ReplicaSet.Name, err)
 	}
 	rs := m.ReplicaSet
-	out, err := c.writer(w.key()).AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
+	out, err := c.workloadWriter(w).AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsNotFound(err):

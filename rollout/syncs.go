@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,6 +106,22 @@ func (c *Controller) writer(key string) kubernetes.Interface {
 	return c.clientOfSync(c.syncOf(key))
 }
 
+// workloadWriter is the client the writes of workload w go out with:
+// that of its sync (see syncOf), else of the sync the plimsoll.dev/sync
+// label of one of the Deployments read for w names. A workload leaving
+// Git has no intent any more, and a one-shot sync no caches: its
+// Deployments, read for its removal, still say whose they are.
+func (c *Controller) workloadWriter(w *workload) kubernetes.Interface {
+	name := c.syncOf(w.key())
+	for _, d := range slices.Sorted(maps.Keys(w.deploys)) {
+		if name != "" {
+			break
+		}
+		name = w.deploys[d].Labels[contract.LabelSync]
+	}
+	return c.clientOfSync(name)
+}
+
 // writerOf is the client that writes obj: that of the sync its
 // plimsoll.dev/sync label names, else of the workload its
 // plimsoll.dev/workload label names.
@@ -120,7 +138,7 @@ func (c *Controller) writerFor(w *workload, obj metav1.Object) kubernetes.Interf
 	if w == nil {
 		return c.writerOf(obj)
 	}
-	return c.writer(w.key())
+	return c.workloadWriter(w)
 }
 
 // writerOfPod is the client that labels pod ns/name: its workload's, as
