@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,6 +14,7 @@ import (
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/internal/prune"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // retireLeaving retires each workload of leaving, whose Deployment left
@@ -40,61 +42,46 @@ func (c *Controller) retireLeaving(ctx context.Context, syncName string, leaving
 }
 
 // removeWorkload retires what a workload whose Deployment left Git runs
-// besides the Deployment <name> itself, which the sync prunes like any
-// object: the blue-green colors and the canary Deployment, and the
-// selector keys plimsoll added to the Services the workload steered
-// (plimsoll.dev/color, plimsoll.dev/serving), in an order that never
-// narrows a Service that stays in Git:
-//
-//  1. each Service loses the keys, so it selects every pod of the
-//     workload (both colors, stable and canary) and of any Deployment
-//     that replaces it in Git with the same labels: never fewer ready
-//     endpoints than before;
-//  2. then the Deployments are deleted.
-//
-// It reads and writes the API server directly (a removal is rare, and a
-// one-shot sync has no caches). The workload is marked leaving first: its
-// reconciles do nothing from then on (a canary's would put the serving key
-// back into the selector it just lost), until Git hands it over again.
+// besides the Deployment <name> itself, as strategies.PlanRemoval plans
+// it: the Services it steered lose the strategies' keys, then its colors
+// and canary Deployment go. It reads the API server directly (a removal
+// is rare, and a one-shot sync has no caches). The workload is marked
+// leaving first: its reconciles do nothing from then on (a canary's
+// would put the serving key back into the selector it just lost), until
+// Git hands it over again.
 func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error {
 	c.intents.leave(ns + "/" + name)
 	deploys, err := c.listWorkload(ctx, ns, name)
 	if err != nil {
 		return err
 	}
-	var left []*appsv1.Deployment
-	services := map[string]bool{}
+	w := &workload{ns: ns, name: name, deploys: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}}
+	l := strategies.Leaving{Workload: name, Deployments: deploys, Selectors: map[string]map[string]string{}}
 	for _, d := range deploys {
+		w.deploys[d.Name] = d
 		for _, key := range serviceKeys {
-			if s := d.Annotations[key]; s != "" {
-				services[s] = true
+			svc := d.Annotations[key]
+			if svc == "" || w.services[svc] != nil {
+				continue
 			}
-		}
-		if d.Name != name {
-			left = append(left, d)
+			got, err := c.client.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return fmt.Errorf("read Service %s: %w", svc, err)
+			}
+			w.services[svc], l.Selectors[svc] = got, got.Spec.Selector
 		}
 	}
-	for svc := range services {
-		if err := c.dropWorkloadKeys(ctx, ns, svc); err != nil {
-			return err
-		}
+	actions := strategies.PlanRemoval(l)
+	if err := c.execute(ctx, &execution{w: w}, actions); err != nil {
+		return err
 	}
-	return c.deleteDeployments(ctx, ns, name, left)
-}
-
-// deleteDeployments deletes the Deployments deploys of workload ns/name,
-// which left Git, each on the condition that it is still the object read
-// (its UID), and forgets them. A switch of strategy deletes Deployments as
-// planned actions instead (see retire).
-func (c *Controller) deleteDeployments(ctx context.Context, ns, name string, deploys []*appsv1.Deployment) error {
-	for _, d := range deploys {
-		err := c.writerOf(d).AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &d.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete Deployment %s of workload %s, which left Git: %w", d.Name, name, err)
+	for _, a := range actions {
+		if a.Kind == strategies.ActionDelete {
+			c.log.Info("deleted a Deployment of workload "+name+", which left Git", "workload", ns+"/"+name, "deployment", name+a.Deployment)
 		}
-		c.forgetDeployment(ns, d.Name)
-		c.log.Info("deleted a Deployment of workload "+name+", which left Git", "workload", ns+"/"+name, "deployment", d.Name)
 	}
 	return nil
 }
@@ -112,17 +99,4 @@ func (c *Controller) listWorkload(ctx context.Context, ns, name string) ([]*apps
 		deploys[i] = &list.Items[i]
 	}
 	return deploys, nil
-}
-
-// dropWorkloadKeys removes the selector keys a strategy adds from Service
-// ns/name; a Service that is gone is nothing to do.
-func (c *Controller) dropWorkloadKeys(ctx context.Context, ns, name string) error {
-	svc, err := c.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read Service %s: %w", name, err)
-	}
-	return c.steer(ctx, nil, svc, selectorChange{drop: []string{contract.LabelColor, contract.LabelServing}})
 }

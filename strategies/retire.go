@@ -107,3 +107,51 @@ func PlanRetirement(r Retiring) (actions []Action, done bool) {
 	}
 	return actions, done
 }
+
+// Leaving is a workload whose Deployment left Git, as the controller
+// reads it from the API server (see PlanRemoval).
+type Leaving struct {
+	// Workload is the workload's name; Deployments are all of its
+	// Deployments, <name> among them.
+	Workload    string
+	Deployments []*appsv1.Deployment
+	// Selectors are the selectors of the Services the Deployments'
+	// annotations name, by name; a Service that does not exist is absent.
+	Selectors map[string]map[string]string
+}
+
+// PlanRemoval plans the retirement of a workload whose Deployment left
+// Git, of what it runs besides <name>, which the sync prunes like any
+// object, in an order that never narrows a Service that stays in Git:
+//
+//  1. each Service the workload steered loses the keys a strategy adds
+//     (plimsoll.dev/color, plimsoll.dev/serving), so that it selects every
+//     pod of the workload (both colors, stable and canary) and of any
+//     Deployment that replaces it in Git with the same labels: never
+//     fewer ready endpoints than before;
+//  2. then the colors and the canary Deployment are deleted, at once:
+//     nothing of the workload is Git's to wait for.
+func PlanRemoval(l Leaving) []Action {
+	var actions []Action
+	var services []string
+	for _, d := range l.Deployments {
+		for _, s := range steeredServices {
+			if name := d.Annotations[s.annotation]; name != "" && !slices.Contains(services, name) {
+				services = append(services, name)
+			}
+		}
+	}
+	slices.Sort(services)
+	for _, name := range services {
+		selector, exists := l.Selectors[name]
+		if exists && (selector[contract.LabelColor] != "" || selector[contract.LabelServing] != "") {
+			actions = append(actions, Action{Kind: ActionSelect, ServiceName: name, Drop: []string{contract.LabelColor, contract.LabelServing}})
+		}
+	}
+	for _, d := range l.Deployments {
+		if d.Name != l.Workload {
+			actions = append(actions, Action{Kind: ActionDelete, Deployment: strings.TrimPrefix(d.Name, l.Workload)})
+		}
+	}
+	return actions
+}

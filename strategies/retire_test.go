@@ -3,6 +3,7 @@ package strategies
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,16 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
+// annotated is Deployment name with annotations, given as key, value,
+// key, value...
+func annotated(name string, annotations ...string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
+	for i := 0; i+1 < len(annotations); i += 2 {
+		d.Annotations[annotations[i]] = annotations[i+1]
+	}
+	return d
+}
+
 // TestPlanRetirement: what a switch of strategy retires, and when, for
 // each target: nothing before the new strategy carries the traffic; then
 // the previous strategy's key out of every other Service its Deployments
@@ -18,16 +29,9 @@ import (
 // Deployment deleted once its Service's endpoints no longer need its
 // pods.
 func TestPlanRetirement(t *testing.T) {
-	deploy := func(name string, annotations ...string) *appsv1.Deployment {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
-		for i := 0; i+1 < len(annotations); i += 2 {
-			d.Annotations[annotations[i]] = annotations[i+1]
-		}
-		return d
-	}
-	blue := deploy("web-blue", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview")
-	green := deploy("web-green", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview")
-	canary := deploy("web-canary", contract.AnnotationService, "web")
+	blue := annotated("web-blue", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview")
+	green := annotated("web-green", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview")
+	canary := annotated("web-canary", contract.AnnotationService, "web")
 	colorSelectors := map[string]map[string]string{"web": {"app": "web", contract.LabelColor: "green"},
 		"web-preview": {"app": "web", contract.LabelColor: "green"}}
 	// The ready endpoints of web: 4 of web's pods beside 4 of web-green's
@@ -94,5 +98,35 @@ func TestPlanRetirement(t *testing.T) {
 		if !slices.Equal(got, tt.want) || done != tt.done {
 			t.Errorf("%s:\n got %q (done %v)\nwant %q (done %v)", tt.name, got, done, tt.want, tt.done)
 		}
+	}
+}
+
+// TestPlanRemoval: a workload leaving Git has every Service it steered
+// that still holds a strategy's key lose both keys, each once, then
+// every Deployment but <name> deleted.
+func TestPlanRemoval(t *testing.T) {
+	l := Leaving{Workload: "web", Deployments: []*appsv1.Deployment{
+		annotated("web", contract.AnnotationService, "web"),
+		annotated("web-blue", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview"),
+		annotated("web-green", contract.AnnotationActiveService, "web", contract.AnnotationPreviewService, "web-preview"),
+		annotated("web-canary", contract.AnnotationService, "web-gone"),
+	}, Selectors: map[string]map[string]string{
+		"web":         {"app": "web", contract.LabelColor: "green"},
+		"web-preview": {"app": "web"}, // holds no key: nothing to write
+	}}
+	var got []string
+	for _, a := range PlanRemoval(l) {
+		switch a.Kind {
+		case ActionSelect:
+			got = append(got, "select "+a.ServiceName+" -"+strings.Join(a.Drop, " -"))
+		case ActionDelete:
+			got = append(got, "delete "+a.Deployment)
+		default:
+			got = append(got, fmt.Sprint(a.Kind))
+		}
+	}
+	want := []string{"select web -plimsoll.dev/color -plimsoll.dev/serving", "delete -blue", "delete -green", "delete -canary"}
+	if !slices.Equal(got, want) {
+		t.Errorf("removal\n got %q\nwant %q", got, want)
 	}
 }
