@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 )
 
 // adoptAttempts bounds the reads and patches that take kubectl's fields
@@ -20,45 +21,37 @@ import (
 const adoptAttempts = 3
 
 // adopt takes over the Deployment <name> of a workload when it runs
-// already but was not written by plimsoll: created by `kubectl apply` or
-// Helm, it has neither the plimsoll.dev/workload label nor (with a sync
-// name) the plimsoll.dev/sync one, so the informers, which watch only
-// labelled Deployments and ReplicaSets, do not hold it. Without this the
-// strategy would take it for absent and write Git's Deployment over it
-// with a labelled, stamped template: every pod replaced, although the
-// template is the one that runs.
-//
-// Adoption labels the Deployment and the ReplicaSets it controls (metadata
-// only: the pod template, and so every pod, stays as it is) and adds them
-// to w for this reconcile; the caches hold them from then on. The
-// strategies then go on as with any live Deployment: a rolling workload
-// whose Git template hashes like the live one keeps the live template
-// (revision 1 is what runs), a different one rolls out as a new revision,
-// and blue-green and canary take <name> over as they take over a rolling
-// workload of their own (see switch.go).
-//
-// It asks the API server only when the caches hold no Deployment of the
-// workload that could be <name>: when a workload is first handed over,
-// and for blue-green before its first color exists.
+// already but was not written by plimsoll, as strategies.PlanAdoption
+// plans it. It asks the API server only when the caches hold no
+// Deployment of the workload that could be <name>: when a workload is
+// first handed over, and for blue-green before its first color exists.
+// A progressive workload of plimsoll's own whose <name> is gone has
+// nothing foreign to adopt.
 func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deployment) error {
-	if git == nil || w.deployment("") != nil {
+	if git == nil || w.deployment("") != nil || w.hasAny(sideSuffixes) {
 		return nil
 	}
-	if w.hasAny(sideSuffixes) {
-		return nil // a progressive workload of plimsoll's own; <name> is gone, not foreign
-	}
-	d, err := c.client.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})
+	found, err := c.client.AppsV1().Deployments(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("read Deployment %s/%s to adopt it: %w", w.ns, w.name, err)
 	}
-	labels := map[string]string{contract.LabelWorkload: w.name}
-	if sync := git.Labels[contract.LabelSync]; sync != "" {
-		labels[contract.LabelSync] = sync
+	return c.execute(ctx, &execution{w: w, git: git, found: found}, strategies.PlanAdoption(w.name, git, found))
+}
+
+// executeAdopt adopts x.found as action a asks: it labels the Deployment
+// and the ReplicaSets it controls (metadata only: the pod template, and
+// so every pod, stays as it is), takes kubectl's fields over, and adds
+// them to the workload for this reconcile; the caches hold them from
+// then on.
+func (c *Controller) executeAdopt(ctx context.Context, x *execution, a strategies.Action) error {
+	if x.found == nil {
+		return nil
 	}
-	adopted, err := c.labelDeployment(ctx, d, labels)
+	w := x.w
+	adopted, err := c.labelDeployment(ctx, x.found, a.Labels)
 	if err != nil {
 		return err
 	}

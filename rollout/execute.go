@@ -46,6 +46,9 @@ type execution struct {
 	git     *appsv1.Deployment
 	run     *strategies.AnalysisRun
 	applied *appsv1.Deployment
+	// found is the Deployment <name> an ActionAdopt takes over, as read
+	// from the API server.
+	found *appsv1.Deployment
 }
 
 // execute runs a plan's actions in their order and stops at the first
@@ -86,6 +89,8 @@ func (c *Controller) execute(ctx context.Context, x *execution, actions []strate
 			err = c.deletePod(ctx, x.w, a.Pod)
 		case strategies.ActionMetadata:
 			err = c.executeMetadata(ctx, x, a)
+		case strategies.ActionAdopt:
+			err = c.executeAdopt(ctx, x, a)
 		case strategies.ActionRetarget:
 			if x.autoscaler != nil {
 				err = c.retarget(ctx, x.autoscaler, x.w.name+a.Deployment)
@@ -209,7 +214,7 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 	}
 	force := true
 	scaledBy := c.hand.scaledBy(live)
-	out, err := c.writer(x.w.key()).AppsV1().Deployments(x.w.ns).Patch(ctx, x.git.Name, types.ApplyPatchType, body,
+	out, err := c.workloadWriter(x.w).AppsV1().Deployments(x.w.ns).Patch(ctx, x.git.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)

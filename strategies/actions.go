@@ -60,6 +60,12 @@ const (
 	// switching to rolling loses the previous strategy's annotations,
 	// which an apply does not remove (another operation wrote them).
 	ActionMetadata
+	// ActionAdopt takes over the Deployment <name>, found running but not
+	// written by plimsoll: it gets the labels Labels, the fields kubectl
+	// owns on it become the controller's, and the ReplicaSets it controls
+	// get the workload's label (see PlanAdoption). Metadata only: its
+	// template, and so every pod, stays as it runs.
+	ActionAdopt
 )
 
 // ServiceRole names a Service a strategy steers.
@@ -135,6 +141,8 @@ type Action struct {
 	// no moment has both (a selector of color and serving selects no pod).
 	// Of an ActionMetadata, the annotations it removes.
 	Drop []string
+	// Labels are the labels an ActionAdopt gives the Deployment.
+	Labels map[string]string
 	// Apply is the write of an ActionApply.
 	Apply *RollingWrite
 	// Repair says the selector of an ActionSelect was changed outside the
