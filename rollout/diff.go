@@ -171,7 +171,11 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 		want.ManagedFields = nil
 		want.Spec.Replicas = git.Spec.Replicas
 	}
-	newRevision := hash != st.FailedHash && hash != st.Hash && hash != podtemplate.LiveHash(live.Spec.Template)
+	// A new revision as the planners decide it (see
+	// strategies.DecideRevision), unless the live template holds it
+	// already.
+	newRevision := strategies.DecideRevision(st, hash).Action == strategies.RevisionNew &&
+		hash != podtemplate.LiveHash(live.Spec.Template)
 	byHand := stampedWith(live, hash) && !keepsHandEdits(git, live) &&
 		(!podtemplate.Holds(live.Spec.Template, git.Spec.Template) ||
 			handOwned(live, takeover.ByHandUnder(live.ManagedFields, "spec", "template")))

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,12 +9,6 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/strategies"
 )
-
-// workloadKeys are the annotations the controller keeps alike on every
-// Deployment of a progressive workload: the status, and the state that a
-// restarted controller resumes from. Anything else on a Deployment is Git's
-// or its own.
-var workloadKeys = slices.Concat(contract.StatusKeys, contract.StateKeys, []string{contract.AnnotationAnalysisRun})
 
 // workloadState is what the controller records on a progressive
 // workload's Deployments besides the status.
@@ -73,7 +66,7 @@ func (s workloadState) annotations(st strategies.Status) map[string]string {
 // stamp replaces the workload annotations of d with a and sets its role. A
 // command on d stays: only the reconcile that acts on it clears it.
 func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
-	record(d, workloadKeys, a)
+	record(d, contract.WorkloadKeys, a)
 	if role != "" {
 		setAnnotation(&d.ObjectMeta, contract.AnnotationRole, string(role))
 	}

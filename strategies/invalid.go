@@ -7,11 +7,6 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// workloadKeys are the annotations the controller records alike on every
-// Deployment of a workload: the status, the state a restarted controller
-// resumes from, and the analysis run.
-var workloadKeys = slices.Concat(contract.StatusKeys, contract.StateKeys, []string{contract.AnnotationAnalysisRun})
-
 // PlanInvalid lists the writes that record message, an input error met
 // while reading a workload, on each of its Deployments named by suffix
 // (see Action.Deployment): phase Degraded and the message, with the
@@ -24,7 +19,7 @@ var workloadKeys = slices.Concat(contract.StatusKeys, contract.StateKeys, []stri
 func PlanInvalid(suffixes []string, git map[string]string, message string) []Action {
 	a := map[string]string{}
 	for k, v := range git {
-		if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(workloadKeys, k) && k != contract.AnnotationStrategy {
+		if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(contract.WorkloadKeys, k) && k != contract.AnnotationStrategy {
 			a[k] = v
 		}
 	}
