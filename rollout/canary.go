@@ -78,7 +78,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // goes to <name>-canary with the commit as its change cause; every
 // Deployment gets the status of the take. It writes nothing: what
 // changes is intended (see workload.intend), and written by the plan that
-// follows, in the same write as the first step. Writing the hand-off
+// follows, in the same write as the first step. Writing the handoff
 // first cost a write of each Deployment per revision, and the Deployment
 // controller two of its own for each. It reports whether anything is to
 // be written.

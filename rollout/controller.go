@@ -93,7 +93,7 @@ type Config struct {
 	Metrics *Metrics
 	// Clock tells the time to the planners; the real clock when nil.
 	Clock clock.Clock
-	// Once makes every hand-off wait until the controller has reconciled
+	// Once makes every handoff wait until the controller has reconciled
 	// the Deployments it took, and writes Events synchronously: what a
 	// one-shot sync needs, which exits right after.
 	Once bool
@@ -168,7 +168,7 @@ type Controller struct {
 	// none.
 	notifier Notifier
 	// syncName is Config.SyncName: the sync whose prune a workload
-	// leaving Git meets, for a hand-over that names none (see handOff).
+	// leaving Git meets, for a handoff that names none (see handOff).
 	syncName string
 	// owns and clientFor are Config.Owns and Config.ClientFor.
 	owns      func(syncName string) (release func(), owned bool)
@@ -357,7 +357,7 @@ func retryLimiter() workqueue.TypedRateLimiter[string] {
 }
 
 // processNext reconciles one workload: Forget on success, AddRateLimited on
-// error. A hand-off waiting for the workload hears how it went.
+// error. A handoff waiting for the workload hears how it went.
 func (c *Controller) processNext(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {

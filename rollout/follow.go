@@ -35,7 +35,7 @@ func (c *Controller) Follow() {
 }
 
 // Outcomes reads from the caches where the rollout of each workload the
-// last hand-off holds stands, sorted by namespace and name.
+// last handoff holds stands, sorted by namespace and name.
 func (c *Controller) Outcomes() []Outcome {
 	keys := c.intents.keys()
 	slices.Sort(keys)

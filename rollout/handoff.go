@@ -26,16 +26,16 @@ import (
 // Check is the controller's side of the one call a sync makes of it per
 // commit (the controller is the sync's sync.DeploymentSink, which
 // cmd/plimsoll wires): it checks every Deployment of the commit (see
-// checkDeployment) and records nothing, queues nothing. The hand-over it
+// checkDeployment) and records nothing, queues nothing. The sync.Checked it
 // returns takes the Deployments once the sync has applied the commit's
 // other objects (see handOff), or records the refusals once the sync has
 // refused the commit (see commitHandoff.Refuse).
-func (c *Controller) Check(ctx context.Context, h psync.Handoff) (psync.Handover, error) {
+func (c *Controller) Check(ctx context.Context, h psync.Handoff) (psync.Checked, error) {
 	return c.check(ctx, "", h)
 }
 
 // check is Check for the Deployments of sync syncName, "" for every sync.
-func (c *Controller) check(ctx context.Context, syncName string, h psync.Handoff) (psync.Handover, error) {
+func (c *Controller) check(ctx context.Context, syncName string, h psync.Handoff) (psync.Checked, error) {
 	out := &commitHandoff{c: c, sync: syncName, in: h, blueGreen: blueGreenWorkloads(h.Deployments)}
 	var errs []error
 	for _, d := range h.Deployments {
@@ -53,7 +53,7 @@ func (c *Controller) check(ctx context.Context, syncName string, h psync.Handoff
 	return out, out.refused
 }
 
-// commitHandoff is one checked commit's Deployments (the sync's Handover).
+// commitHandoff is one checked commit's Deployments (the sync's Checked).
 type commitHandoff struct {
 	c    *Controller
 	sync string
@@ -122,8 +122,8 @@ func (h *commitHandoff) Refuse() {
 // A workload is one sync's: a Git Deployment whose workload another sync
 // handed over, or whose live Deployments carry another sync's
 // plimsoll.dev/sync label, is refused with an *apply.OwnerError naming
-// both, and the hand-off takes nothing of the commit (see checkHolders).
-// Two hand-offs of one workload at the same moment are decided as each
+// both, and the handoff takes nothing of the commit (see checkHolders).
+// Two handoffs of one workload at the same moment are decided as each
 // takes its intent (see intents.take): the second is refused.
 func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
 	if c.once.Load() && !c.running() {
@@ -172,7 +172,7 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 
 // checkHolders refuses the Git Deployments of desired whose workload is
 // another sync's than the one whose label they carry: held by its
-// hand-off, or running as its (see foreignOwner).
+// handoff, or running as its (see foreignOwner).
 func (c *Controller) checkHolders(desired []*appsv1.Deployment) error {
 	var errs []error
 	for _, d := range desired {
@@ -223,7 +223,7 @@ func (c *Controller) foreignOwner(key, sync string) string {
 
 // mayWrite reports whether a reconcile may write workload key. An intent
 // handed over by a sync whose workload runs as another sync's (see
-// foreignOwner) is dropped, and the hand-offs waiting for it hear an
+// foreignOwner) is dropped, and the handoffs waiting for it hear an
 // *apply.OwnerError: two replicas that took one workload at once both
 // reconciled it, the one whose create lost found the other's Deployment
 // there, and the retry would have written its own template over it. A
@@ -235,7 +235,7 @@ func (c *Controller) mayWrite(key string) bool {
 		if owner := c.foreignOwner(key, in.syncName()); owner != "" {
 			git := cmp.Or(in.git, in.refusedGit)
 			c.intents.disown(key, in.syncName(), ownerError(git, owner))
-			c.log.Info("workload runs as another sync's; its hand-over dropped", "workload", key, "sync", in.syncName(), "owner", owner)
+			c.log.Info("workload runs as another sync's; its handoff dropped", "workload", key, "sync", in.syncName(), "owner", owner)
 		}
 	}
 	return c.owns != nil || c.syncName == "" || c.foreignOwner(key, c.syncName) == ""

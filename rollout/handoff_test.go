@@ -83,7 +83,7 @@ func ofSync(name, version, sync string) *appsv1.Deployment {
 }
 
 // TestHandOffOneSyncPerWorkload: a workload that one sync handed over
-// is not taken by another's hand-off, which is refused whole with an
+// is not taken by another's handoff, which is refused whole with an
 // *apply.OwnerError naming both syncs; once the first sync's Deployment
 // leaves Git, the second may take it.
 func TestHandOffOneSyncPerWorkload(t *testing.T) {
@@ -91,26 +91,26 @@ func TestHandOffOneSyncPerWorkload(t *testing.T) {
 	c := New(Config{Client: fake.NewClientset(), Log: slog.New(slog.DiscardHandler)})
 	a, b := c.ForSync("team-a"), c.ForSync("team-b")
 	if err := a.handOff(ctx, a.sync, "aaaaaaa", "team a", []*appsv1.Deployment{ofSync("web", "v1", "team-a")}, nil); err != nil {
-		t.Fatalf("team a's hand-off: %v", err)
+		t.Fatalf("team a's handoff: %v", err)
 	}
 	err := b.handOff(ctx, b.sync, "bbbbbbb", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b"), ofSync("cart", "v2", "team-b")}, nil)
 	var owned *apply.OwnerError
 	want := `Deployment shop/web belongs to sync "team-a"; sync "team-b" does not take it over`
 	if !errors.As(err, &owned) || err.Error() != want {
-		t.Errorf("team b's hand-off: %v, want the *apply.OwnerError %q", err, want)
+		t.Errorf("team b's handoff: %v, want the *apply.OwnerError %q", err, want)
 	}
 	if in, _ := c.intents.get("shop/web"); in.holder() != "team-a" || in.commit != "aaaaaaa" {
 		t.Errorf("web's intent is %s's of %s, want team-a's of aaaaaaa", in.holder(), in.commit)
 	}
 	if _, ok := c.intents.get("shop/cart"); ok {
-		t.Error("the refused hand-off took cart")
+		t.Error("the refused handoff took cart")
 	}
 
 	if err := a.handOff(ctx, a.sync, "ccccccc", "web leaves", nil, nil); err != nil {
-		t.Fatalf("team a's hand-off without web: %v", err)
+		t.Fatalf("team a's handoff without web: %v", err)
 	}
 	if err := b.handOff(ctx, b.sync, "ddddddd", "team b", []*appsv1.Deployment{ofSync("web", "v2", "team-b")}, nil); err != nil {
-		t.Errorf("team b's hand-off once team a let web go: %v", err)
+		t.Errorf("team b's handoff once team a let web go: %v", err)
 	}
 }
 
@@ -129,7 +129,7 @@ func TestHandOffRace(t *testing.T) {
 		}
 		wg.Wait()
 		if (errs[0] == nil) == (errs[1] == nil) {
-			t.Fatalf("round %d: the hand-offs ended with %v and %v, want one refused", round, errs[0], errs[1])
+			t.Fatalf("round %d: the handoffs ended with %v and %v, want one refused", round, errs[0], errs[1])
 		}
 		winner, loser := syncs[0], syncs[1]
 		if errs[0] != nil {
@@ -147,13 +147,13 @@ func TestHandOffRace(t *testing.T) {
 
 // TestReconcileLeavesAnotherSyncsWorkload: a workload handed over whose
 // Deployment another sync's replica created meanwhile (its create came
-// first) is not written: its reconcile drops the hand-over, the hand-off
-// waiting for it hears an *apply.OwnerError, and the next hand-off of it
+// first) is not written: its reconcile drops the hand-over, the handoff
+// waiting for it hears an *apply.OwnerError, and the next handoff of it
 // is refused at once.
 func TestReconcileLeavesAnotherSyncsWorkload(t *testing.T) {
 	k := newCluster(t)
 	if err := k.c.handOff(k.ctx, "", "c0ffee1", "ours", []*appsv1.Deployment{ofSync("api", "v1", "default")}, nil); err != nil {
-		t.Fatalf("hand-off: %v", err)
+		t.Fatalf("handoff: %v", err)
 	}
 	theirs := ofSync("api", "v2", "team-a")
 	theirs.Labels[contract.LabelWorkload] = "api"
@@ -176,17 +176,17 @@ func TestReconcileLeavesAnotherSyncsWorkload(t *testing.T) {
 	case err := <-waiting:
 		var owned *apply.OwnerError
 		if !errors.As(err, &owned) || err.Error() != want {
-			t.Errorf("the waiting hand-off heard %v, want %q", err, want)
+			t.Errorf("the waiting handoff heard %v, want %q", err, want)
 		}
 	default:
-		t.Error("the waiting hand-off heard nothing")
+		t.Error("the waiting handoff heard nothing")
 	}
 	if _, ok := k.c.intents.get("shop/api"); ok {
 		t.Error("the hand-over of team a's workload is kept")
 	}
 	err := k.c.handOff(k.ctx, "", "decade2", "ours again", []*appsv1.Deployment{ofSync("api", "v3", "default")}, nil)
 	if err == nil || err.Error() != want {
-		t.Errorf("the next hand-off: %v, want %q", err, want)
+		t.Errorf("the next handoff: %v, want %q", err, want)
 	}
 	if img := k.deployment("api").Spec.Template.Spec.Containers[0].Image; img != "registry.example/api:v2" {
 		t.Errorf("team a's Deployment runs %s, want registry.example/api:v2", img)

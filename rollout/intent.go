@@ -30,7 +30,7 @@ type intent struct {
 type intents struct {
 	mu    sync.Mutex
 	byKey map[string]intent
-	// waiting are the hand-offs waiting for a workload's next reconcile
+	// waiting are the handoffs waiting for a workload's next reconcile
 	// (once mode).
 	waiting map[string][]chan error
 	// leaving are the workloads whose Deployment left Git and is being
@@ -111,7 +111,7 @@ func (in intent) holder() string {
 }
 
 // disown forgets the intent of key if sync handed it over, and tells the
-// hand-offs waiting for it err: the workload is another sync's (see
+// handoffs waiting for it err: the workload is another sync's (see
 // Controller.mayWrite).
 func (i *intents) disown(key, sync string, err error) {
 	i.mu.Lock()
@@ -165,7 +165,7 @@ func (i *intents) wait(key string) <-chan error {
 	return ch
 }
 
-// reconciled tells the hand-offs waiting for key how its reconcile went. A
+// reconciled tells the handoffs waiting for key how its reconcile went. A
 // conflict is not an outcome: the reconcile runs again on fresh state.
 func (i *intents) reconciled(key string, err error) {
 	if apierrors.IsConflict(err) {

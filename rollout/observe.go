@@ -199,7 +199,7 @@ func (c *Controller) observe(ns, name string, annotations map[string]string) *wo
 
 // lookUpMissing reads from the API server the Services that Git's
 // annotations name and the cache does not hold: one the sync created a
-// moment ago may not have reached the informer when the hand-off queues the
+// moment ago may not have reached the informer when the handoff queues the
 // workload. Only a Service missing from the cache costs a request; one
 // that does not exist stays missing, and is refused as bad input.
 func (c *Controller) lookUpMissing(ctx context.Context, w *workload, annotations map[string]string) {

@@ -72,7 +72,7 @@ func TestUnchangedWorkloadMakesNoRequest(t *testing.T) {
 				t.Errorf("reconciles of an unchanged %s workload made %d requests, want 0:\n%s", tt.name, len(got), strings.Join(got, "\n"))
 			}
 			if n := k.c.queue.Len(); n > 1 {
-				t.Errorf("%d workloads queued by an unchanged hand-off", n)
+				t.Errorf("%d workloads queued by an unchanged handoff", n)
 			}
 		})
 	}
@@ -80,7 +80,7 @@ func TestUnchangedWorkloadMakesNoRequest(t *testing.T) {
 
 // TestCanaryWritesEachDeploymentOncePerPlan rolls canary "api" (4
 // replicas, steps "25%, pause 1s, 50%, pause 1s, 100%") from v1 to v2 on
-// the fake cluster: the hand-off goes out with the first step (the new
+// the fake cluster: the handoff goes out with the first step (the new
 // template and the first canary pod in one write of api-canary), no plan
 // writes a Deployment twice, and a step that ends starts the next in the
 // same write (the step recorded is always the one the message names).
@@ -95,7 +95,7 @@ func TestCanaryWritesEachDeploymentOncePerPlan(t *testing.T) {
 		checkOneWriteEach(t, i, r)
 		api, canary := k.deployment("api"), k.lookUp("api-canary")
 		if i == 0 && (canary == nil || canary.Annotations[contract.AnnotationRevision] != "2" || *canary.Spec.Replicas != 1) {
-			t.Errorf("after the hand-off's round: api-canary %v, want revision 2 with 1 replica", canary)
+			t.Errorf("after the handoff's round: api-canary %v, want revision 2 with 1 replica", canary)
 		}
 		step, message := api.Annotations[contract.AnnotationStep], api.Annotations[contract.AnnotationMessage]
 		if step != "" && strings.HasPrefix(message, "canary step") && !strings.HasPrefix(message, "canary step "+step+"/5") {
@@ -115,7 +115,7 @@ func TestBlueGreenHandOffWithFirstPlan(t *testing.T) {
 	k.toV2(blueGreenAnnotations)
 	rounds := k.untilQuiet()
 	if len(rounds) == 0 || !slices.Contains(rounds[0], "create deployments/api-green replicas=4") || slices.Contains(rounds[0], "update deployments/api-green replicas=0") {
-		t.Errorf("the hand-off's round, want api-green created at 4 in one write:\n%s", show(rounds))
+		t.Errorf("the handoff's round, want api-green created at 4 in one write:\n%s", show(rounds))
 	}
 	for i, r := range rounds {
 		checkOneWriteEach(t, i, r)

@@ -179,7 +179,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		return err
 	}
 	if recorded.Hash == "" {
-		return nil // not written by a hand-off yet
+		return nil // not written by a handoff yet
 	}
 	want := strategies.Desired{
 		Hash:         recorded.Hash,

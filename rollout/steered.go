@@ -12,7 +12,7 @@ import (
 
 // The fields of other objects than its Deployments that the controller
 // steers, and that a sync's apply of Git's objects keeps as they are live
-// (see sync.Handover.Steered): the sync names no strategy and no color.
+// (see sync.Checked.Steered): the sync names no strategy and no color.
 
 // steered copies into want, an object a sync is about to apply, the
 // fields the controller steers on live: the keys of a Service's selector

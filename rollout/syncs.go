@@ -22,7 +22,7 @@ import (
 // (Config.ClientFor).
 
 // SyncSink is the controller as the sync.DeploymentSink of one sync among
-// several: its hand-off forgets only the workloads of that sync that
+// several: its handoff forgets only the workloads of that sync that
 // left Git.
 type SyncSink struct {
 	*Controller
@@ -34,7 +34,7 @@ func (c *Controller) ForSync(name string) *SyncSink { return &SyncSink{Controlle
 
 // Check is Controller.Check for the Deployments of the sync's commit,
 // whose rights are checked for the sync's identity.
-func (s *SyncSink) Check(ctx context.Context, h psync.Handoff) (psync.Handover, error) {
+func (s *SyncSink) Check(ctx context.Context, h psync.Handoff) (psync.Checked, error) {
 	return s.check(ctx, s.sync, h)
 }
 

@@ -71,7 +71,7 @@ func TestSyncSinksForgetOnlyTheirOwn(t *testing.T) {
 		t.Error("team-a's workload web is still held after it left team-a's Git")
 	}
 	if _, ok := c.intents.get("shop/api"); !ok {
-		t.Error("team-b's workload api was forgotten by team-a's hand-off")
+		t.Error("team-b's workload api was forgotten by team-a's handoff")
 	}
 	if got := c.syncOf("shop/api"); got != "team-b" {
 		t.Errorf("syncOf(shop/api) = %q, want team-b", got)

@@ -2,7 +2,7 @@ package sync
 
 // What one commit's objects go through once its checks passed: render and
 // validate, plan, the prunes' rights, the charts' hooks, apply, the
-// hand-off of its Deployments, prune.
+// handoff of its Deployments, prune.
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 // hooks once the Deployments are handed over. A failed pre hook stops the
 // sync with nothing applied; a failed post hook fails it with everything
 // applied.
-func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit, h Handover) (*apply.Plan, []apply.Change, error) {
+func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit, h Checked) (*apply.Plan, []apply.Change, error) {
 	plan, err := s.cfg.Applier.Plan(ctx, objs, s.writable(rec.Inventory), steeredBy(h))
 	if err == nil && s.cfg.Prune {
 		err = s.cfg.Applier.CheckPrunes(ctx, plan.Prune)
@@ -105,7 +105,7 @@ func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts
 
 // steeredBy is what keeps the fields h's controller steers on the live
 // objects a plan applies over; nil without a controller.
-func steeredBy(h Handover) apply.Steered {
+func steeredBy(h Checked) apply.Steered {
 	if h == nil {
 		return nil
 	}

@@ -86,8 +86,8 @@ func (s *Syncer) Diff(ctx context.Context) (commit string, diffs []apply.ObjectD
 func (s *Syncer) diffRendered(ctx context.Context, objs []manifest.Object, inv inventory.Inventory, commit source.Commit) (diffs []apply.ObjectDiff, err error) {
 	// The check's answer is not the diff's: only what the controller
 	// steers is taken from it, so that the diff shows what an apply keeps.
-	handover, _ := s.checkDeployments(ctx, objs, commit)
-	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(inv), steeredBy(handover))
+	checked, _ := s.checkDeployments(ctx, objs, commit)
+	plan, err := s.cfg.Applier.PlanDiff(ctx, objs, s.writable(inv), steeredBy(checked))
 	if err != nil {
 		return nil, err
 	}

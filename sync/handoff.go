@@ -40,14 +40,14 @@ type Handoff struct {
 // (an unknown strategy, a bad canary steps string, a Service that neither
 // exists nor comes with the commit, a write the sync's identity may not
 // make) refuses the whole commit, as an invalid manifest does; it joins a
-// *DeploymentError for each Deployment refused. The Handover it returns,
+// *DeploymentError for each Deployment refused. The Checked it returns,
 // also with an error, is how the sync then tells the controller what
 // became of the commit.
 type DeploymentSink interface {
-	Check(ctx context.Context, h Handoff) (Handover, error)
+	Check(ctx context.Context, h Handoff) (Checked, error)
 }
 
-// Handover is one checked commit's Deployments, held by the sync until it
+// Checked is one checked commit's Deployments, held by the sync until it
 // knows the commit's fate.
 //
 // Steered copies into an object Git is about to apply the fields the
@@ -71,7 +71,7 @@ type DeploymentSink interface {
 // Refuse tells the controller the commit is refused: a workload whose own
 // Deployment the check refused, and that runs already, is marked Degraded
 // with the refusal and held as it is until Git changes.
-type Handover interface {
+type Checked interface {
 	Steered(want, live *unstructured.Unstructured)
 	Take(ctx context.Context, leaving []types.NamespacedName) error
 	Refuse()
@@ -93,8 +93,8 @@ func (e *DeploymentError) Unwrap() error { return e.Err }
 // checkDeployments hands the commit's Deployments and the names of its
 // Services to the rollout controller's check, before anything is
 // applied; each refusal names its file and document. It returns the
-// hand-over (nil without a controller), also with an error.
-func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object, commit source.Commit) (Handover, error) {
+// checked commit (nil without a controller), also with an error.
+func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object, commit source.Commit) (Checked, error) {
 	if s.cfg.Deployments == nil {
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object, c
 		h.Deployments = append(h.Deployments, d)
 		origins[types.NamespacedName{Namespace: d.Namespace, Name: d.Name}] = obj
 	}
-	handover, err := s.cfg.Deployments.Check(ctx, h)
+	checked, err := s.cfg.Deployments.Check(ctx, h)
 	for _, e := range splitErrors(err) {
 		var refused *DeploymentError
 		if errors.As(e, &refused) {
@@ -131,17 +131,17 @@ func (s *Syncer) checkDeployments(ctx context.Context, objs []manifest.Object, c
 		}
 		errs = append(errs, e)
 	}
-	return handover, errors.Join(errs...)
+	return checked, errors.Join(errs...)
 }
 
 // handOff gives the rollout controller the commit's Deployments, once per
 // commit: not again while the same commit is synced, and again after a
 // sync that failed (see Syncer.handedOff); it names those that left Git
-// and are about to be pruned (see Handover.Take). The sync decides
+// and are about to be pruned (see Checked.Take). The sync decides
 // nothing about the controller's objects and asks nothing back. Only the
 // Deployments that Git changed since inv (or that are new) count as
 // changes of this sync; the others are marked as needing nothing.
-func (s *Syncer) handOff(ctx context.Context, h Handover, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
+func (s *Syncer) handOff(ctx context.Context, h Checked, plan *apply.Plan, inv inventory.Inventory, commit source.Commit) ([]apply.Change, error) {
 	if h == nil {
 		return nil, nil
 	}
@@ -236,7 +236,7 @@ func (s *Syncer) handedOffDiff(ctx context.Context, it *apply.Item, commit sourc
 // removedDiff diffs to nothing the Deployment that serves the workload
 // whose Git Deployment e the prune removes: its namesake or, for
 // blue-green, the active color, which the rollout controller retires
-// with it (see Handover.Take) though the inventory does
+// with it (see Checked.Take) though the inventory does
 // not name it. nil for any other entry; an empty diff for a workload the
 // prune keeps.
 func (s *Syncer) removedDiff(ctx context.Context, e inventory.Entry) (*apply.ObjectDiff, error) {

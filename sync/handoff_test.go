@@ -23,7 +23,7 @@ type countingSink struct {
 	refuse        string
 }
 
-func (s *countingSink) Check(_ context.Context, h Handoff) (Handover, error) {
+func (s *countingSink) Check(_ context.Context, h Handoff) (Checked, error) {
 	s.checks++
 	s.got = h
 	var err error
@@ -47,7 +47,7 @@ func (h *countingHandover) Take(context.Context, []types.NamespacedName) error {
 // TestOneCallPerCommit: a sync asks the rollout controller once per
 // commit, with every Deployment of it labelled as the sync's and the
 // commit's Services by namespace; a refusal names the file and document
-// of the Deployment; the hand-over is taken once per commit, not again
+// of the Deployment; the checked commit is taken once per commit, not again
 // while the same commit is synced.
 func TestOneCallPerCommit(t *testing.T) {
 	ctx := context.Background()

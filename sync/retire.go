@@ -55,7 +55,7 @@ func (s *Syncer) pruneAll(ctx context.Context, rec *inventory.Record) error {
 	}
 	slices.SortFunc(entries, func(a, b inventory.Entry) int { return strings.Compare(a.Key().String(), b.Key().String()) })
 	if s.cfg.Deployments != nil {
-		// The sync's last hand-over: nothing desired, every workload leaving.
+		// The sync's last handoff: nothing desired, every workload leaving.
 		h, err := s.cfg.Deployments.Check(ctx, Handoff{})
 		if err == nil {
 			err = h.Take(ctx, deploymentsOf(entries))

@@ -377,14 +377,14 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 		return st, outcomeHeld, err
 	}
 
-	handover, refused := s.checkDeployments(ctx, objs, snap.Commit)
+	checked, refused := s.checkDeployments(ctx, objs, snap.Commit)
 	if err := errors.Join(checkAnalyses(objs), s.checkDeclarations(ctx, objs), refused); err != nil {
-		if handover != nil {
-			handover.Refuse()
+		if checked != nil {
+			checked.Refuse()
 		}
 		return s.failed(ctx, fetched, head, "check", err), outcomeFailed, err
 	}
-	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit, handover)
+	plan, changes, err := s.applyCommit(ctx, objs, charts, rec, snap.Commit, checked)
 	if err != nil {
 		step := "apply"
 		if owned := (*apply.OwnerError)(nil); errors.As(err, &owned) {
