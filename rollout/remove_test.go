@@ -7,13 +7,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// TestRetireLeaving: a hand-over that names blue-green workloads leaving
+// TestRetireLeaving: a handoff that names blue-green workloads leaving
 // Git deletes the colors of those its sync's prune may take, and keeps
 // every color of one whose active color the prune keeps (prune disabled,
 // another sync's label), since a blue-green workload has no namesake to
@@ -56,5 +59,44 @@ func TestRetireLeaving(t *testing.T) {
 	}
 	if !c.intents.isLeaving("team/shop") || c.intents.isLeaving("team/kept") {
 		t.Errorf("leaving: shop %v, kept %v; want only shop marked", c.intents.isLeaving("team/shop"), c.intents.isLeaving("team/kept"))
+	}
+}
+
+// TestRemovalWritesAsTheSync: a workload leaving Git has no intent any
+// more, and a one-shot sync no caches, yet its colors are deleted with
+// its sync's identity (Config.ClientFor), told by their plimsoll.dev/sync
+// label, never with the controller's own.
+func TestRemovalWritesAsTheSync(t *testing.T) {
+	color := func(suffix, role string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop" + suffix, Namespace: "team",
+			Labels:      map[string]string{contract.LabelWorkload: "shop", contract.LabelSync: "apps"},
+			Annotations: map[string]string{contract.AnnotationRole: role}}}
+	}
+	objs := []runtime.Object{color(contract.SuffixBlue, contract.RoleIdle), color(contract.SuffixGreen, contract.RoleActive)}
+	own, apps := fake.NewClientset(objs...), fake.NewClientset(objs...)
+	c := New(Config{Client: own, SyncName: "apps", ClientFor: func(name string) kubernetes.Interface {
+		if name == "apps" {
+			return apps
+		}
+		return nil
+	}})
+	leaving := []types.NamespacedName{{Namespace: "team", Name: "shop"}}
+	if err := c.handOff(context.Background(), "", "c0ffee1", "shop leaves", nil, leaving); err != nil {
+		t.Fatalf("handOff: %v", err)
+	}
+	deletes := func(client *fake.Clientset) (names []string) {
+		for _, a := range client.Actions() {
+			if d, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "deployments" {
+				names = append(names, d.GetName())
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got, want := deletes(apps), []string{"shop-blue", "shop-green"}; !slices.Equal(got, want) {
+		t.Errorf("the sync's identity deleted %v, want %v", got, want)
+	}
+	if got := deletes(own); len(got) > 0 {
+		t.Errorf("the controller's own identity deleted %v, want nothing", got)
 	}
 }
