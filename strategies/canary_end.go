@@ -70,7 +70,7 @@ func planCanaryPromoted(plan CanaryPlan, desired CanaryDesired, recorded Status,
 	// (it runs its own now), go: both once the Service keeps N ready
 	// endpoints without them (see spareable).
 	serving, orphaned := servingNames(o.Pods), orphans(o.Pods)
-	if spareable(slices.Concat(serving, orphaned), o.ServiceReady, n) != nil {
+	if spareable(slices.Concat(serving, orphaned), o.ServiceReady, servingKept(desired, o, n)) != nil {
 		plan.Unlabel, plan.DeletePods = serving, orphaned
 	}
 	if len(serving) > 0 || plan.Stable == StableSettle || !runsNone(o.Canary, o.ReplicaSets, o.Pods) || len(orphaned) > 0 {
@@ -145,7 +145,7 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 		// A canary Deployment paused by a hand-over works again.
 		plan.CanaryPaused = new(bool)
 	}
-	if orphaned := orphans(o.Pods); stableUp && spareable(slices.Concat(orphansServing, orphaned), o.ServiceReady, n) != nil {
+	if orphaned := orphans(o.Pods); stableUp && spareable(slices.Concat(orphansServing, orphaned), o.ServiceReady, servingKept(desired, o, n)) != nil {
 		plan.Unlabel, plan.DeletePods = append(plan.Unlabel, orphansServing...), orphaned
 	}
 	message := fmt.Sprintf("template %s failed; stable serves; not started again until Git changes it or a retry", failed)
@@ -169,6 +169,28 @@ func planCanaryRefused(plan CanaryPlan, desired CanaryDesired, recorded Status, 
 // planCanaryRefused).
 func keptMessage(failed string) string {
 	return fmt.Sprintf("template %s failed; its canary pods serve until a stable pod is ready, the Service having no other ready endpoint", failed)
+}
+
+// servingKept is how many ready endpoints the canary's Service is to keep
+// without the canary's pods: the workload's count n, less the stable pods
+// taken out of it by hand (Ready, not being deleted, without the serving
+// label the stable's template gives them), and never fewer than one.
+// Those are the user's to put back: with N = 4 and one stable pod out by
+// hand, the stable gives the Service 3 ready endpoints at most, and the
+// canary's pods kept serving until it gave 4 held the promotion back for
+// good. An autoscaled stable has no pod out by hand: its labels are the
+// controller's (see serveStable), and one taken out is labelled again.
+func servingKept(desired CanaryDesired, o CanaryObserved, n int32) int32 {
+	if desired.Autoscaled || !o.ServiceSelectsServing {
+		return n
+	}
+	var out int32
+	for _, p := range o.StablePods {
+		if p.Ready && !p.Deleting && !p.Serving {
+			out++
+		}
+	}
+	return max(n-out, 1)
 }
 
 // sparedAll reports whether the Service keeps a ready endpoint without

@@ -79,6 +79,7 @@ type canaryCase struct {
 	notSelecting           bool
 	rsets                  []*appsv1.ReplicaSet
 	serviceReady           []string
+	stablePods             []Pod
 	promote, abort, paused bool
 	want                   canaryWant
 	// rests says that the plan, once executed, is where the workload
@@ -111,7 +112,7 @@ func (c canaryCase) inputs() (CanaryDesired, Status, CanaryObserved) {
 	}
 	return desired, c.recorded, CanaryObserved{
 		Stable: c.stable, Canary: c.canary, Pods: c.pods, ServiceSelectsServing: !c.notSelecting, ServiceReady: c.serviceReady,
-		Step: c.step, StepSince: t0, Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now),
+		StablePods: c.stablePods, Step: c.step, StepSince: t0, Paused: c.paused, Promote: c.promote, Abort: c.abort, Now: at(c.now),
 		ReplicaSets: c.rsets,
 	}
 }
@@ -342,6 +343,22 @@ func canaryCases() []canaryCase {
 		{
 			name:     "promoted, stable 4/4 available but its pods not yet ready endpoints: the serving canary pods stay",
 			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
+			serviceReady: []string{"c0", "s0", "s1"},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
+				since: sinceCleared},
+		},
+		{
+			name:     "promoted, stable 4/4 available with one of its pods taken out by hand: the serving canary pods leave once its 3 others are ready endpoints",
+			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
+			stablePods:   []Pod{serving("s0"), serving("s1"), serving("s2"), ready("s3")},
+			serviceReady: []string{"c0", "s0", "s1", "s2"},
+			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
+				unlabel: []string{"c0", "c1"}, since: sinceCleared},
+		},
+		{
+			name:     "promoted, stable 4/4 available with one of its pods taken out by hand, the 3 others not yet ready endpoints: the serving canary pods stay",
+			recorded: progressing4, stable: promoted, canary: cy(3), pods: []Pod{serving("c0"), servingNotReady("c1"), ready("c2")}, step: 4,
+			stablePods:   []Pod{serving("s0"), serving("s1"), serving("s2"), ready("s3")},
 			serviceReady: []string{"c0", "s0", "s1"},
 			want: canaryWant{phase: PhaseProgressing, words: []string{"promoted", "scaling the canary down"}, stable: four, canary: zero,
 				since: sinceCleared},
