@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,6 +277,19 @@ func TestCanaryReplacesPods(t *testing.T) {
 	if c := getDeployment(t, s.ns, "api-canary"); *c.Spec.Replicas != 2 {
 		t.Errorf("api-canary asks for %d pods, want 2: 1 serving and the one taken out", *c.Spec.Replicas)
 	}
+
+	t.Log("3. a stable pod is taken out by hand too, then promoted to the end: the pods out by hand hold nothing back")
+	stablePods := slices.DeleteFunc(withPrefix(endpoints.ready(), "api-"), func(p string) bool { return strings.HasPrefix(p, "api-canary-") })
+	if len(stablePods) == 0 {
+		t.Fatalf("no stable pod among the ready endpoints %v", endpoints.ready())
+	}
+	kubectl(t, "-n", s.ns, "label", "pod", stablePods[0], "plimsoll.dev/serving-")
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "step 4/5 waiting for promote", phaseIs(2, "Paused", "canary step 4/5"))
+	command(t, s.ns, "api", "promote")
+	waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	waitForDeployment(t, s.ns, "api-canary", "scaled to 0", scaledTo(0))
+	endpoints.waitReady(t, "no canary pod serving", func(pods []string) bool { return len(withPrefix(pods, "api-canary-")) == 0 })
 }
 
 // TestCanaryRetry retries a failed canary: the failed template goes out
