@@ -12,8 +12,6 @@
 // planners in strategies may use it too.
 package contract
 
-import "slices"
-
 // Prefix starts every label and annotation key plimsoll owns. Pod
 // template annotations with this prefix never count in a template's hash,
 // and Service selector keys with it are the rollout controller's.
@@ -123,11 +121,6 @@ var (
 	// StateKeys are the annotations a blue-green or canary workload's
 	// state is recorded in, beside its status and its analysis run.
 	StateKeys = []string{AnnotationReplicas, AnnotationStep, AnnotationStepSince, AnnotationScaleDownAt, AnnotationPaused}
-	// WorkloadKeys are the annotations the controller keeps alike on
-	// every Deployment of a workload: the status, the state a restarted
-	// controller resumes from, and the analysis run. Anything else on a
-	// Deployment is Git's or its own.
-	WorkloadKeys = slices.Concat(StatusKeys, StateKeys, []string{AnnotationAnalysisRun})
 )
 
 // The rollout controller's own state on the Deployments of a blue-green or

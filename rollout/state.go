@@ -66,7 +66,7 @@ func (s workloadState) annotations(st strategies.Status) map[string]string {
 // stamp replaces the workload annotations of d with a and sets its role. A
 // command on d stays: only the reconcile that acts on it clears it.
 func stamp(d *appsv1.Deployment, a map[string]string, role strategies.Role) {
-	record(d, contract.WorkloadKeys, a)
+	record(d, strategies.WorkloadKeys, a)
 	if role != "" {
 		setAnnotation(&d.ObjectMeta, contract.AnnotationRole, string(role))
 	}

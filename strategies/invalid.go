@@ -7,6 +7,12 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
+// WorkloadKeys are the annotations the controller keeps alike on every
+// Deployment of a workload: the status, the state a restarted controller
+// resumes from, and the analysis run. Anything else on a Deployment is
+// Git's or its own.
+var WorkloadKeys = slices.Concat(contract.StatusKeys, contract.StateKeys, []string{contract.AnnotationAnalysisRun})
+
 // PlanInvalid lists the writes that record message, an input error met
 // while reading a workload, on each of its Deployments named by suffix
 // (see Action.Deployment): phase Degraded and the message, with the
@@ -19,7 +25,7 @@ import (
 func PlanInvalid(suffixes []string, git map[string]string, message string) []Action {
 	a := map[string]string{}
 	for k, v := range git {
-		if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(contract.WorkloadKeys, k) && k != contract.AnnotationStrategy {
+		if strings.HasPrefix(k, contract.Prefix) && !slices.Contains(WorkloadKeys, k) && k != contract.AnnotationStrategy {
 			a[k] = v
 		}
 	}
