@@ -112,14 +112,15 @@ func (c *Controller) writer(key string) kubernetes.Interface {
 // Git has no intent any more, and a one-shot sync no caches: its
 // Deployments, read for its removal, still say whose they are.
 func (c *Controller) workloadWriter(w *workload) kubernetes.Interface {
-	name := c.syncOf(w.key())
-	for _, d := range slices.Sorted(maps.Keys(w.deploys)) {
-		if name != "" {
-			break
-		}
-		name = w.deploys[d].Labels[contract.LabelSync]
+	if name := c.syncOf(w.key()); name != "" {
+		return c.clientOfSync(name)
 	}
-	return c.clientOfSync(name)
+	for _, d := range slices.Sorted(maps.Keys(w.deploys)) {
+		if name := w.deploys[d].Labels[contract.LabelSync]; name != "" {
+			return c.clientOfSync(name)
+		}
+	}
+	return c.clientOfSync("")
 }
 
 // writerOf is the client that writes obj: that of the sync its
