@@ -17,10 +17,10 @@ import (
 //
 // It compares each status with the last one it passed on for the
 // workload rather than with the one the write replaced: a canary or
-// blue-green revision is handed over (written Progressing) before the
+// blue-green revision is handed off (written Progressing) before the
 // first report of it, so that report's recorded status already says
 // Progressing. Worked through for revision 2 of a canary: Healthy 1
-// passed on; the hand-off writes Progressing 2 unreported; step 1
+// passed on; the handoff writes Progressing 2 unreported; step 1
 // reports Progressing 2 over Progressing 2, which differs from Healthy 1
 // and is passed on; step 2 reports Paused 2, passed on. A workload it has
 // not heard of (a daemon just started) compares with the recorded status,

@@ -37,7 +37,7 @@ func status(rev int64, phase strategies.Phase, msg string) strategies.Status {
 
 // TestRolloutsPassOnChanges follows a canary's reports through revisions
 // 1 to 3 (see Rollouts): one notification per change of phase or
-// revision, the hand-off's unreported Progressing included, a rollback
+// revision, the handoff's unreported Progressing included, a rollback
 // told as RolledBack with severity error.
 func TestRolloutsPassOnChanges(t *testing.T) {
 	rec := &record{}
@@ -49,7 +49,7 @@ func TestRolloutsPassOnChanges(t *testing.T) {
 	p := strategies.PhaseProgressing
 	canary(status(1, p, "rolling out revision 1"), status(1, p, "canary step 1/1: 100%"), false) // first report: same as recorded
 	canary(status(1, p, "canary step 1/1: 100%"), status(1, strategies.PhaseHealthy, "serving"), false)
-	// Revision 2: the hand-off wrote Progressing 2 unreported.
+	// Revision 2: the handoff wrote Progressing 2 unreported.
 	canary(status(2, p, "rolling out revision 2"), status(2, p, "canary step 1/5: 25% (0/1)"), false)
 	canary(status(2, p, "canary step 1/5: 25% (0/1)"), status(2, p, "canary step 1/5: 25% (1/1)"), false)
 	canary(status(2, p, "canary step 1/5: 25% (1/1)"), status(2, strategies.PhasePaused, "step 2/5"), false)

@@ -24,7 +24,7 @@ const adoptAttempts = 3
 // already but was not written by plimsoll, as strategies.PlanAdoption
 // plans it. It asks the API server only when the caches hold no
 // Deployment of the workload that could be <name>: when a workload is
-// first handed over, and for blue-green before its first color exists.
+// first handed off, and for blue-green before its first color exists.
 // A progressive workload of plimsoll's own whose <name> is gone has
 // nothing foreign to adopt.
 func (c *Controller) adopt(ctx context.Context, w *workload, git *appsv1.Deployment) error {
@@ -55,7 +55,7 @@ func (c *Controller) executeAdopt(ctx context.Context, x *execution, a strategie
 	if err != nil {
 		return err
 	}
-	if adopted, err = c.takeOverCreator(ctx, adopted); err != nil {
+	if adopted, err = c.claimCreatorFields(ctx, adopted); err != nil {
 		return err
 	}
 	c.written.wrote(adopted)
@@ -71,7 +71,7 @@ func (c *Controller) executeAdopt(ctx context.Context, x *execution, a strategie
 	return nil
 }
 
-// takeOverCreator gives the controller the fields that kubectl owns on
+// claimCreatorFields gives the controller the fields that kubectl owns on
 // Deployment d, just adopted, and returns d as stored (see takeover.Patch):
 // the values stay as they run, no pod changes. kubectl owns them because
 // it created d (`kubectl apply`, `kubectl create`), and it would go on
@@ -81,9 +81,9 @@ func (c *Controller) executeAdopt(ctx context.Context, x *execution, a strategie
 // hand-over, replacing the pods it had just handed over. After this, a
 // field kubectl owns is one kubectl set since. A conflict is a change
 // made since d was read: d is read again, up to adoptAttempts times.
-func (c *Controller) takeOverCreator(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+func (c *Controller) claimCreatorFields(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	for range adoptAttempts {
-		out, err := c.takeKubectlFields(ctx, d)
+		out, err := c.claimKubectlFields(ctx, d)
 		switch {
 		case err == nil && out == nil:
 			return d, nil

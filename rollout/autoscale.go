@@ -109,7 +109,7 @@ func targets(h *autoscalingv2.HorizontalPodAutoscaler, name string) bool {
 }
 
 // lookUpAutoscalers reads from the API server, for a blue-green workload
-// that a one-shot sync (once mode) has just handed over, the
+// that a one-shot sync (once mode) has just handed off, the
 // HorizontalPodAutoscalers the caches do not show it: one the sync
 // created a moment ago, naming <name> as Git writes it, may not have
 // reached the informer yet, and the swap's retarget onto the active color
@@ -123,7 +123,7 @@ func (c *Controller) lookUpAutoscalers(ctx context.Context, w *workload, annotat
 	}
 	list, err := c.listAutoscalers(ctx, w.ns)
 	if err != nil {
-		c.log.Warn("read the autoscalers of a workload handed over", "workload", w.ns+"/"+w.name, "error", err)
+		c.log.Warn("read the autoscalers of a workload handed off", "workload", w.ns+"/"+w.name, "error", err)
 		return
 	}
 	w.autoscalers = ofWorkload(list, w.name)

@@ -101,7 +101,8 @@ func readBlueGreen(w *workload, annotations map[string]string) (*blueGreen, erro
 }
 
 // reconcileBlueGreen reconciles a blue-green workload: with an intent
-// that its Deployments do not hold yet, it takes that (takeBlueGreen);
+// that its Deployments do not hold yet, it intends what
+// strategies.TakeBlueGreen takes of it (intendBlueGreen);
 // then one step of the plan, whose writes carry the intent too.
 func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in intent) error {
 	var git map[string]string
@@ -113,7 +114,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 		return c.markInvalid(ctx, w, err, git, bg.blue, bg.green)
 	}
 	if in.git != nil {
-		take, changed, err := c.takeBlueGreen(ctx, bg, in)
+		take, changed, err := c.intendBlueGreen(ctx, bg, in)
 		if err != nil {
 			return err
 		}
@@ -121,7 +122,7 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 			return nil
 		}
 		if changed {
-			// Plan the first step from what takeBlueGreen intends: its
+			// Plan the first step from what intendBlueGreen intends: its
 			// writes go out with the plan's.
 			if bg, err = readBlueGreen(w, git); err != nil {
 				return err
@@ -131,16 +132,17 @@ func (c *Controller) reconcileBlueGreen(ctx context.Context, w *workload, in int
 	return c.stepBlueGreen(ctx, bg)
 }
 
-// takeBlueGreen takes a blue-green workload's intent as
-// strategies.TakeBlueGreen decides it from what the workload holds: the
+// intendBlueGreen builds the colors of a blue-green workload's intake as
+// strategies.TakeBlueGreen decides it from what the workload holds, and
+// chooses nothing itself: the
 // Git template to the color it targets, with the commit as its change
 // cause (so that `kubectl rollout history` of the color lists commits),
 // Git's metadata to every color, and the status of the take. The
 // colors are intended (see workload.intend), and written by the plan that
-// follows, as a canary's are (see takeCanary); only the Deployment a
+// follows, as a canary's are (see intendCanary); only the Deployment a
 // rolling workload ran, no longer its primary, is written at once. It
 // reports whether anything is to be written.
-func (c *Controller) takeBlueGreen(ctx context.Context, bg *blueGreen, in intent) (strategies.BlueGreenTake, bool, error) {
+func (c *Controller) intendBlueGreen(ctx context.Context, bg *blueGreen, in intent) (strategies.BlueGreenTake, bool, error) {
 	git := in.git
 	desired := podtemplate.Hash(git.Spec.Template)
 	recordedAt := recordedAnnotations(bg.primary(), bg.w.rsets)
@@ -286,7 +288,7 @@ func (c *Controller) stepBlueGreen(ctx context.Context, bg *blueGreen) error {
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
-	if err := c.retire(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), false, replicas, primary, contract.SuffixCanary); err != nil {
+	if err := c.runRetirement(ctx, bg.w, contract.StrategyBlueGreen, c.steered.newest(bg.active), "", replicas, primary, contract.SuffixCanary); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {

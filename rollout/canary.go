@@ -41,7 +41,8 @@ func readCanary(w *workload, annotations map[string]string) (*canary, []strategi
 }
 
 // reconcileCanary reconciles a canary workload: with an intent that its
-// Deployments do not hold yet, it takes that (takeCanary); then one step
+// Deployments do not hold yet, it intends what strategies.TakeCanary
+// takes of it (intendCanary); then one step
 // of the plan, whose writes carry the intent too.
 func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent) error {
 	var git map[string]string
@@ -53,7 +54,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 		return c.markInvalid(ctx, w, err, git, cy.stable, cy.canary)
 	}
 	if in.git != nil {
-		take, changed, err := c.takeCanary(ctx, cy, in)
+		take, changed, err := c.intendCanary(ctx, cy, in)
 		if err != nil {
 			return err
 		}
@@ -61,7 +62,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 			return nil
 		}
 		if changed {
-			// Plan the first step from what takeCanary intends: its
+			// Plan the first step from what intendCanary intends: its
 			// writes go out with the plan's.
 			if cy, steps, err = readCanary(w, git); err != nil {
 				return err
@@ -71,8 +72,9 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 	return c.stepCanary(ctx, cy, steps)
 }
 
-// takeCanary takes a canary workload's intent as strategies.TakeCanary
-// decides it from what the workload holds: the stable Deployment is
+// intendCanary builds the Deployments of a canary workload's intake as
+// strategies.TakeCanary decides it from what the workload holds, and
+// chooses nothing itself: the stable Deployment is
 // created from Git when absent (or from the color that serves, on a
 // switch from blue-green), else gets Git's metadata; the Git template
 // goes to <name>-canary with the commit as its change cause; every
@@ -82,7 +84,7 @@ func (c *Controller) reconcileCanary(ctx context.Context, w *workload, in intent
 // first cost a write of each Deployment per revision, and the Deployment
 // controller two of its own for each. It reports whether anything is to
 // be written.
-func (c *Controller) takeCanary(ctx context.Context, cy *canary, in intent) (strategies.CanaryTake, bool, error) {
+func (c *Controller) intendCanary(ctx context.Context, cy *canary, in intent) (strategies.CanaryTake, bool, error) {
 	git, commit, subject := in.git, in.commit, in.subject
 	desired := podtemplate.Hash(git.Spec.Template)
 	recordedAt := recordedAnnotations(cy.stable, cy.w.rsets)
@@ -239,7 +241,7 @@ func (c *Controller) stepCanary(ctx context.Context, cy *canary, steps []strateg
 	if err := c.execute(ctx, x, plan.Actions); err != nil {
 		return err
 	}
-	if err := c.retire(ctx, cy.w, contract.StrategyCanary, c.steered.newest(cy.service), false, replicas, cy.stable, colorSuffixes...); err != nil {
+	if err := c.runRetirement(ctx, cy.w, contract.StrategyCanary, c.steered.newest(cy.service), "", replicas, cy.stable, colorSuffixes...); err != nil {
 		return err
 	}
 	if plan.RequeueAfter > 0 {

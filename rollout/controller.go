@@ -417,7 +417,7 @@ func onEvery(enqueue func(obj any)) cache.ResourceEventHandlerFuncs {
 // pod that turns ready or goes away moves the rollout on.
 func (c *Controller) enqueueWorkload(obj any) {
 	if c.once.Load() {
-		return // a one-shot sync reconciles what it hands over, no more
+		return // a one-shot sync reconciles what it hands off, no more
 	}
 	if m, err := meta.Accessor(obj); err == nil {
 		if name := m.GetLabels()[contract.LabelWorkload]; name != "" {

@@ -204,7 +204,7 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 	}
 	if ap.TakeOver && live != nil {
 		var err error
-		if obj, err = c.takeOverHandEdits(ctx, live, obj); err != nil {
+		if obj, err = c.claimHandEditFields(ctx, live, obj); err != nil {
 			return err
 		}
 	}

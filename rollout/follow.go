@@ -9,7 +9,7 @@ import (
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// Outcome is where the rollout of one workload handed over by the last
+// Outcome is where the rollout of one workload handed off by the last
 // commit stands, as `plimsoll sync --once --wait` reports it.
 type Outcome struct {
 	// Namespace and Name name the workload.
@@ -24,7 +24,7 @@ type Outcome struct {
 
 // Follow ends once mode (Config.Once): from now on the controller follows
 // its workloads as a daemon does, every change its informers see queueing
-// the workload again, and the workloads handed over are queued at once.
+// the workload again, and the workloads handed off are queued at once.
 // `plimsoll sync --once --wait` calls it after its sync, to see the
 // rollouts of its commit through.
 func (c *Controller) Follow() {

@@ -237,7 +237,7 @@ func (c *Controller) rewoundByHand(d *appsv1.Deployment, rsets []*appsv1.Replica
 	return rewound(d, rsets) != nil || c.hand.rewrote(d) != ""
 }
 
-// takeOverHandEdits gives the controller the fields kubectl owns on
+// claimHandEditFields gives the controller the fields kubectl owns on
 // Deployment live (see takeover.Patch) before want, a restore, is written
 // over it: so that a rolling Deployment's apply of Git's template removes
 // what kubectl added (an env var of `kubectl set env`) instead of keeping
@@ -252,7 +252,7 @@ func (c *Controller) rewoundByHand(d *appsv1.Deployment, rsets []*appsv1.Replica
 // command waits on it (set with kubectl annotate, the write would remove
 // it before it is acted on), or on a conflict: the write still puts back
 // what Git sets, and the next reconcile takes the fields.
-func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+func (c *Controller) claimHandEditFields(ctx context.Context, live, want *appsv1.Deployment) (*appsv1.Deployment, error) {
 	fresh, err := c.client.AppsV1().Deployments(live.Namespace).Get(ctx, live.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -262,7 +262,7 @@ func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.D
 	case fresh.ResourceVersion != live.ResourceVersion, fresh.Annotations[contract.AnnotationCommand] != "":
 		return want, nil
 	}
-	out, err := c.takeKubectlFields(ctx, fresh)
+	out, err := c.claimKubectlFields(ctx, fresh)
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return want, nil
@@ -279,12 +279,12 @@ func (c *Controller) takeOverHandEdits(ctx context.Context, live, want *appsv1.D
 	return want, nil
 }
 
-// takeKubectlFields sends the patch that gives the controller the fields
+// claimKubectlFields sends the patch that gives the controller the fields
 // kubectl owns on Deployment d, as read (see takeover.Patch), and returns
 // d as stored; nil, and no error, when kubectl owns none. The patch
 // carries d's resourceVersion: the error is the API server's, for the
 // caller to judge a conflict.
-func (c *Controller) takeKubectlFields(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+func (c *Controller) claimKubectlFields(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	patch, err := takeover.Patch(d, FieldManager)
 	if err != nil || patch == nil {
 		return nil, err

@@ -114,17 +114,17 @@ func (h *commitHandoff) Refuse() {
 // is over. A workload of the sync whose Deployment left Git is forgotten
 // (a workload of another sync is not, for missing in desired), and one
 // named in leaving (the sync prunes its Deployment next) is retired
-// first, unless the prune keeps what serves it (see retireLeaving). In
+// first, unless the prune keeps what serves it (see removeLeaving). In
 // once mode (Config.Once) it waits until each queued workload has been
 // reconciled and returns the failures, naming each Deployment and the
 // commit.
 //
 // A workload is one sync's: a Git Deployment whose workload another sync
-// handed over, or whose live Deployments carry another sync's
+// handed off, or whose live Deployments carry another sync's
 // plimsoll.dev/sync label, is refused with an *apply.OwnerError naming
 // both, and the handoff takes nothing of the commit (see checkHolders).
 // Two handoffs of one workload at the same moment are decided as each
-// takes its intent (see intents.take): the second is refused.
+// records its intent (see intents.record): the second is refused.
 func (c *Controller) handOff(ctx context.Context, syncName, commit, subject string, desired []*appsv1.Deployment, leaving []types.NamespacedName) error {
 	if c.once.Load() && !c.running() {
 		return errors.New("hand Deployments to the rollout controller: it is not running")
@@ -132,7 +132,7 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 	if err := c.checkHolders(desired); err != nil {
 		return err
 	}
-	if err := c.retireLeaving(ctx, cmp.Or(syncName, c.syncName), leaving); err != nil {
+	if err := c.removeLeaving(ctx, cmp.Or(syncName, c.syncName), leaving); err != nil {
 		return err
 	}
 	keys := make([]string, 0, len(desired))
@@ -142,7 +142,7 @@ func (c *Controller) handOff(ctx context.Context, syncName, commit, subject stri
 	for _, d := range desired {
 		key := d.Namespace + "/" + d.Name
 		keys = append(keys, key)
-		changed, holder := c.intents.take(key, d.DeepCopy(), commit, subject)
+		changed, holder := c.intents.record(key, d.DeepCopy(), commit, subject)
 		if holder != "" {
 			errs = append(errs, ownerError(d, holder))
 			continue
@@ -222,7 +222,7 @@ func (c *Controller) foreignOwner(key, sync string) string {
 }
 
 // mayWrite reports whether a reconcile may write workload key. An intent
-// handed over by a sync whose workload runs as another sync's (see
+// handed off by a sync whose workload runs as another sync's (see
 // foreignOwner) is dropped, and the handoffs waiting for it hear an
 // *apply.OwnerError: two replicas that took one workload at once both
 // reconciled it, the one whose create lost found the other's Deployment

@@ -10,7 +10,7 @@ import (
 	"plimsoll.dev/plimsoll/contract"
 )
 
-// intent is what Git asks of a workload, as the sync last handed it over:
+// intent is what Git asks of a workload, as the sync last handed it off:
 // the Git Deployment and the commit it came from, or the reason the
 // commit's Deployment was refused.
 type intent struct {
@@ -35,7 +35,7 @@ type intents struct {
 	waiting map[string][]chan error
 	// leaving are the workloads whose Deployment left Git and is being
 	// removed (see Controller.removeWorkload): not reconciled, so that
-	// nothing undoes the removal, until Git hands them over again.
+	// nothing undoes the removal, until Git hands them off again.
 	leaving map[string]bool
 }
 
@@ -77,14 +77,14 @@ func (i *intents) keys() []string {
 	return keys
 }
 
-// take records git, of commit, as the intent of key, unless the intent
+// record records git, of commit, as the intent of key, unless the intent
 // holds the same Git Deployment already; a refusal recorded before is
 // over. It reports whether the intent changed. An intent that another
-// sync handed over (git carries another plimsoll.dev/sync label) is not
-// taken over: take names that sync as holder, and changes nothing. The
-// check and the take are one, so that of two syncs that hand one
-// workload over at the same moment, one holds it.
-func (i *intents) take(key string, git *appsv1.Deployment, commit, subject string) (changed bool, holder string) {
+// sync handed off (git carries another plimsoll.dev/sync label) is not
+// overwritten: record names that sync as holder, and changes nothing.
+// The check and the record are one, so that of two syncs that hand one
+// workload off at the same moment, one holds it.
+func (i *intents) record(key string, git *appsv1.Deployment, commit, subject string) (changed bool, holder string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	in, ok := i.byKey[key]
@@ -110,7 +110,7 @@ func (in intent) holder() string {
 	return in.git.Labels[contract.LabelSync]
 }
 
-// disown forgets the intent of key if sync handed it over, and tells the
+// disown forgets the intent of key if sync handed it off, and tells the
 // handoffs waiting for it err: the workload is another sync's (see
 // Controller.mayWrite).
 func (i *intents) disown(key, sync string, err error) {
@@ -143,7 +143,7 @@ func (i *intents) keepOnly(keys []string, syncName string) {
 }
 
 // refuse records that Git's Deployment of key is refused for err; what was
-// handed over before stays the intent underneath. It reports whether the
+// handed off before stays the intent underneath. It reports whether the
 // refusal is new.
 func (i *intents) refuse(key string, git *appsv1.Deployment, err error) bool {
 	i.mu.Lock()

@@ -10,7 +10,7 @@ import (
 )
 
 // reconcile brings one workload a step further. It reads like the
-// checklist it is: what Git asks (the intent the sync handed over, if any),
+// checklist it is: what Git asks (the intent the sync handed off, if any),
 // what runs (the caches), refused by its last commit? a Deployment that
 // runs already but is not plimsoll's yet (adopt)? then the strategy's
 // reconcile: plan with the pure planner, execute the plan, write status

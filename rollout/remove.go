@@ -17,13 +17,13 @@ import (
 	"plimsoll.dev/plimsoll/strategies"
 )
 
-// retireLeaving retires each workload of leaving, whose Deployment left
-// Git and is pruned next by sync syncName, unless the Deployment that
+// removeLeaving removes each workload of leaving (see removeWorkload),
+// whose Deployment left Git and is pruned next by sync syncName, unless the Deployment that
 // serves it (its namesake, or a blue-green workload's active color) is
 // one that prune keeps (annotated plimsoll.dev/prune: disabled, or no
 // longer labelled as the sync's): a blue-green workload has no namesake to
 // keep, and retiring its colors would take it down.
-func (c *Controller) retireLeaving(ctx context.Context, syncName string, leaving []types.NamespacedName) error {
+func (c *Controller) removeLeaving(ctx context.Context, syncName string, leaving []types.NamespacedName) error {
 	var errs []error
 	for _, w := range leaving {
 		serving, err := c.ServingDeployment(ctx, w.Namespace, w.Name)
@@ -48,7 +48,7 @@ func (c *Controller) retireLeaving(ctx context.Context, syncName string, leaving
 // is rare, and a one-shot sync has no caches). The workload is marked
 // leaving first: its reconciles do nothing from then on (a canary's
 // would put the serving key back into the selector it just lost), until
-// Git hands it over again.
+// Git hands it off again.
 func (c *Controller) removeWorkload(ctx context.Context, ns, name string) error {
 	c.intents.leave(ns + "/" + name)
 	deploys, err := c.listWorkload(ctx, ns, name)

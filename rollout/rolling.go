@@ -115,7 +115,7 @@ func (c *Controller) applyRolling(ctx context.Context, w *workload, in intent, l
 	if err := c.execute(ctx, x, actions); err != nil || x.applied != nil {
 		return err
 	}
-	return c.retireWhenHealthy(ctx, w, live, plan.Status)
+	return c.rollingRetirement(ctx, w, live, plan.Status.Phase)
 }
 
 // rollingObject is what an apply of rolling workload git writes before
@@ -194,7 +194,7 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 	plan := strategies.PlanRolling(want, recorded, strategies.RollingObserved{Deployment: live, ReplicaSets: w.rsets,
 		Analysis: j.specs, Run: j.run, Pods: templatePods(w, live), Now: c.clock.Now()})
 	c.requeueRolling(w, plan)
-	if err := c.retireWhenHealthy(ctx, w, live, plan.Status); err != nil {
+	if err := c.rollingRetirement(ctx, w, live, plan.Status.Phase); err != nil {
 		return err
 	}
 	rollback, ran := plan.Template == strategies.TemplateRollback, live.Annotations[contract.AnnotationAnalysisRun]
@@ -240,14 +240,14 @@ func (c *Controller) requeueRolling(w *workload, plan strategies.RollingPlan) {
 	}
 }
 
-// retireWhenHealthy retires what a previous strategy left once the rolling
-// Deployment live is its primary and Healthy (see retire).
-func (c *Controller) retireWhenHealthy(ctx context.Context, w *workload, live *appsv1.Deployment, status strategies.Status) error {
+// rollingRetirement runs the retirement of what a previous strategy left
+// of rolling workload w, from its Deployment live and the phase its plan
+// records (see runRetirement); none while live is not there.
+func (c *Controller) rollingRetirement(ctx context.Context, w *workload, live *appsv1.Deployment, phase strategies.Phase) error {
 	if live == nil {
 		return nil
 	}
-	healthy := status.Phase == strategies.PhaseHealthy && isPrimary(live)
-	return c.retire(ctx, w, contract.StrategyRolling, nil, healthy, specReplicas(live), live, sideSuffixes...)
+	return c.runRetirement(ctx, w, contract.StrategyRolling, nil, phase, specReplicas(live), live, sideSuffixes...)
 }
 
 // command acts on command cmd on rolling Deployment live of workload w,

@@ -75,16 +75,16 @@ func (c *Controller) forgetDeployment(ns, name string) {
 	c.hand.forget(ns, name)
 }
 
-// retire retires what the strategy before target left of workload w,
-// its Deployments of suffixes, as strategies.PlanRetirement plans it:
-// carrier is the Service that carries target's traffic (nil for
-// rolling), healthy whether a rolling workload's primary is Healthy, and
-// keep the workload's count. It is the one place a switch of strategy
-// retires anything; primary, the workload's primary Deployment, gets the
-// Event that says the switch is done.
-func (c *Controller) retire(ctx context.Context, w *workload, target string, carrier *corev1.Service, healthy bool, keep int32,
+// runRetirement observes what the strategy before target left of
+// workload w, its Deployments of suffixes, and executes what
+// strategies.PlanRetirement plans of it: carrier is the Service that
+// carries target's traffic (nil for rolling), phase the phase a rolling
+// workload's plan records, and keep the workload's count. It is the one
+// place a switch of strategy retires anything; primary, the workload's
+// primary Deployment, gets the Event that says the switch is done.
+func (c *Controller) runRetirement(ctx context.Context, w *workload, target string, carrier *corev1.Service, phase strategies.Phase, keep int32,
 	primary *appsv1.Deployment, suffixes ...string) error {
-	r := strategies.Retiring{Workload: w.name, Target: target, Healthy: healthy, Keep: keep,
+	r := strategies.Retiring{Workload: w.name, Target: target, Primary: isPrimary(primary), Phase: phase, Keep: keep,
 		Selectors: map[string]map[string]string{}, Ready: w.ready}
 	if carrier != nil {
 		r.Carrier, r.CarrierSelector = carrier.Name, carrier.Spec.Selector

@@ -76,7 +76,7 @@ func (c *Controller) own(key string) (release func(), owned bool) {
 }
 
 // syncOf names the sync of workload key: the plimsoll.dev/sync label of
-// the Deployment Git handed over, else of its Deployments in the caches;
+// the Deployment Git handed off, else of its Deployments in the caches;
 // "" when none tells.
 func (c *Controller) syncOf(key string) string {
 	if in, ok := c.intents.get(key); ok {

@@ -87,7 +87,7 @@ func (c *Controller) writeDeployment(ctx context.Context, live, want *appsv1.Dep
 	}
 	if restore {
 		var err error
-		if want, err = c.takeOverHandEdits(ctx, live, want); err != nil {
+		if want, err = c.claimHandEditFields(ctx, live, want); err != nil {
 			return err
 		}
 	}

@@ -154,7 +154,7 @@ func planHandOver(plan CanaryPlan, o CanaryObserved, n int32, revision string) C
 
 // planHandedOver plans step 5 above, once the stable Deployment runs the
 // canary's template: the canary's ReplicaSet is handed to the stable and
-// the canary goes, leaving it (takeCanary makes a new canary at 0 for the
+// the canary goes, leaving it (intendCanary makes a new canary at 0 for the
 // next revision once this one is gone), but not before the Deployment
 // controller has read step 4: a ReplicaSet of the stable's it saw before
 // would be an old one of a paused Deployment, scaled to 0.

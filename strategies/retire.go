@@ -20,8 +20,11 @@ type Retiring struct {
 	// select every pod of the workload.
 	Carrier         string
 	CarrierSelector map[string]string
-	// Healthy: a rolling workload's primary is Healthy on its revision.
-	Healthy bool
+	// Primary: a rolling workload's Deployment <name> is there and holds
+	// the primary role; Phase is the phase its plan records. The switch
+	// to rolling is carried once both say so: primary, and Healthy.
+	Primary bool
+	Phase   Phase
 	// Left are the previous strategy's Deployments still there.
 	Left []*appsv1.Deployment
 	// Selectors are the selectors of the Services that Left's
@@ -66,7 +69,8 @@ func PlanRetirement(r Retiring) (actions []Action, done bool) {
 		return nil, false
 	}
 	rolling := r.Target == contract.StrategyRolling
-	if rolling && !r.Healthy || !rolling && !MovedOver(r.Target, r.CarrierSelector) {
+	carried := r.Primary && r.Phase == PhaseHealthy
+	if rolling && !carried || !rolling && !MovedOver(r.Target, r.CarrierSelector) {
 		return nil, false
 	}
 	_, old := TrafficKeys(r.Target)

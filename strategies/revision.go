@@ -78,7 +78,7 @@ func DecideRevision(recorded Status, desiredHash string) RevisionDecision {
 // "rolling out revision N" and keeps the recorded failed and stable
 // hashes; the same or a refused template keeps the recorded status, commit
 // included: the commit is that of the revision (see RevisionCommit).
-// Worked through: recorded revision 3 at hash H, Git hands over H' from
+// Worked through: recorded revision 3 at hash H, Git hands off H' from
 // commit C: revision 4, hash H', commit C, Progressing.
 func TakeRevision(recorded Status, hash, commit string) (Status, RevisionDecision) {
 	decision := DecideRevision(recorded, hash)

@@ -57,7 +57,7 @@ func (s *Syncer) render(ctx context.Context, snap *source.Snapshot, n int) ([]ma
 //
 // The hooks of the chart releases run around it (see chartRuns): the pre
 // hooks once the plan is made and before anything is written, the post
-// hooks once the Deployments are handed over. A failed pre hook stops the
+// hooks once the Deployments are handed off. A failed pre hook stops the
 // sync with nothing applied; a failed post hook fails it with everything
 // applied.
 func (s *Syncer) applyCommit(ctx context.Context, objs []manifest.Object, charts []*manifest.ChartOutput, rec *inventory.Record, commit source.Commit, h Checked) (*apply.Plan, []apply.Change, error) {

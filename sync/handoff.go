@@ -284,7 +284,7 @@ func typedDeployment(obj manifest.Object) (*appsv1.Deployment, error) {
 }
 
 // unchangedInGit reports whether inv holds it with the same hash: Git has
-// not changed it since it was last applied or handed over.
+// not changed it since it was last applied or handed off.
 func unchangedInGit(it *apply.Item, inv inventory.Inventory) bool {
 	prev, known := inv[it.Key()]
 	return known && prev.Hash == it.Hash

@@ -82,7 +82,7 @@ func (s *Syncer) failed(ctx context.Context, prev inventory.Status, head, step s
 	// in its index, a repository given with a token) is shown without
 	// its credentials, in the status, the log and the Event alike.
 	err = redact.Error(err)
-	s.handedOff = "" // the next good commit is handed over in full again
+	s.handedOff = "" // the next good commit is handed off in full again
 	// A kind the cache still maps may be gone (a CRD deleted by hand):
 	// the next sync discovers afresh.
 	s.cfg.Applier.ResetDiscovery()

@@ -150,7 +150,7 @@ func (o *runOptions) runMany(ctx context.Context, log *slog.Logger, reg *prometh
 // gained picks a sync up on this replica: its workloads' rollouts where
 // their annotations say they are, then its polls. The rollouts come
 // first: QueueSync forgets what the controller held of the sync from
-// before, which must not be what the sync's first poll hands over.
+// before, which must not be what the sync's first poll hands off.
 func (m *many) gained(name string) {
 	m.rollouts.QueueSync(name)
 	m.fleet.Owned(name)

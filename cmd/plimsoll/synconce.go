@@ -82,7 +82,7 @@ are Healthy. A timeout exits non-zero, naming the workloads still rolling.`,
 }
 
 // syncOnce runs one sync with the rollout controller running beside it, so
-// that the Deployments it hands over are rolled out from the controller's
+// that the Deployments it hands off are rolled out from the controller's
 // caches; then, when the sync succeeded and after is set, after (with
 // the controller still running). The controller stops (its Events
 // written) before it returns.

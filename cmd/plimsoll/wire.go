@@ -49,7 +49,7 @@ func (d *daemon) writable() bool { return !d.exclusive || d.held.Load() }
 
 // wire builds the syncer and its parts from the flags.
 // With once, the rollout controller works for a one-shot sync: it
-// reconciles only what the sync hands over, and the hand-off waits for it
+// reconciles only what the sync hands off, and the handoff waits for it
 // (see rollout.Config.Once). Notifications go to notifier when it is not
 // nil.
 func wire(o *sourceOptions, log *slog.Logger, reg prometheus.Registerer, once bool, notifier *notify.Dispatcher) (*daemon, error) {

@@ -172,7 +172,7 @@ func TestBlueGreenCommands(t *testing.T) {
 	v3 := s.repo.Commit("shop v3", manualBlueGreen(t, "v3"))
 	waitForDeployment(t, s.ns, "shop-blue", "waiting for promote", phaseIs(3, "Paused", "waiting for promote"))
 	waitForDeployment(t, s.ns, "shop-green", "4 available", scaledTo(4))
-	s.waitForCommit(t, v3) // the sync's hand-off of v3 is over: what follows is the controller's alone
+	s.waitForCommit(t, v3) // the sync's handoff of v3 is over: what follows is the controller's alone
 	if got := selector(t, s.ns, "shop-preview")["plimsoll.dev/color"]; got != "green" {
 		t.Errorf("preview Service selects %q, want green", got)
 	}
