@@ -174,7 +174,9 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		return nil // deleted: nothing to roll out
 	}
 	live := cached
-	recorded, err := strategies.ReadStatus(live.Annotations)
+	// After `kubectl rollout undo`, the status is the one of the
+	// ReplicaSet that records a later revision (see rewound).
+	recorded, err := strategies.ReadStatus(recordedAnnotations(live, w.rsets))
 	if err != nil {
 		return err
 	}
@@ -198,15 +200,21 @@ func (c *Controller) followRolling(ctx context.Context, w *workload, cached *app
 		return err
 	}
 	rollback, ran := plan.Template == strategies.TemplateRollback, live.Annotations[contract.AnnotationAnalysisRun]
+	followed := strategies.Followed{Live: live, Recorded: recorded, Rewound: rewound(live, w.rsets), KeepsHandEdits: keepsHandEdits(live, live)}
+	actions := strategies.PlanRollingFollow(plan, w.name, followed)
+	undone := !rollback && actions[0].Template != nil
 	x := &execution{w: w, annotations: rollingAnnotations(plan.Status, plan.Run), primary: live}
 	x.written = func() {
+		if undone {
+			c.templateRestored(ctx, live, "")
+		}
 		if plan.Status == recorded && strategies.EncodeRun(plan.Run) == ran && !rollback {
 			return // nothing changed to tell
 		}
 		c.report(ctx, live, contract.StrategyRolling, recorded, plan.Status, outcome{rolledBack: rollback})
 		c.reportAnalysis(ctx, live, strategies.DecodeRun(ran), plan.Run, j.taken, j.specs)
 	}
-	if err := c.execute(ctx, x, strategies.PlanRollingFollow(plan, w.name)); err != nil {
+	if err := c.execute(ctx, x, actions); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", w.ns, w.name, err)
 	}
 	return nil

@@ -161,24 +161,65 @@ func PlanRollingApply(plan RollingPlan, h RollingHeld) []Action {
 	return append(actions, Action{Kind: ActionApply, Status: true, Role: RolePrimary, Apply: w})
 }
 
+// Followed is what a rolling workload followed without an intent from
+// Git holds, besides its plan: the Deployment, the status it records
+// (read from the ReplicaSet that records a later revision when `kubectl
+// rollout undo` put an earlier one's annotations on the Deployment), that
+// ReplicaSet (nil when the Deployment records its own status), and
+// whether the Deployment keeps hand edits (plimsoll.dev/hand-edits).
+type Followed struct {
+	Live           *appsv1.Deployment
+	Recorded       Status
+	Rewound        *appsv1.ReplicaSet
+	KeepsHandEdits bool
+}
+
 // PlanRollingFollow lists the one write of a rolling workload that runs
 // without an intent from Git (a daemon that started and has not synced
 // yet), planned from its recorded hash: the plan's status and analysis
 // run and, for a rollback, the rollback's template, labelled with
 // workload and stamped. The executor skips the write when the Deployment
 // holds all of it already.
-func PlanRollingFollow(plan RollingPlan, workload string) []Action {
+//
+// A template put back by `kubectl rollout undo` is written over again, as
+// a write of Git's would (see Undone): the template of the revision the
+// workload records, read from its ReplicaSet, which holds it as the
+// rollout left it, stamp and workload label included. Worked through:
+// revision 2 Healthy at hash H2, undone to revision 1's template H1; the
+// Deployment now carries revision 1's annotations and template, and
+// ReplicaSet web-h2 still records revision 2 at H2. Planned from the
+// Deployment alone, revision 1 would be Healthy again, and the next
+// handoff would count revision 2 as new; planned from web-h2, the write
+// restores H2's template with revision 2's status, and the Deployment
+// controller scales web-h2 back up. A ReplicaSet whose template, read
+// field by field (see podtemplate.Hash), is not the recorded one (edited
+// by hand under the same stamp) is not written back, and neither is one
+// the workload keeps hand edits of, or a Degraded revision's: the next
+// handoff writes Git's.
+func PlanRollingFollow(plan RollingPlan, workload string, f Followed) []Action {
 	a := Action{Kind: ActionWrite, Deployment: "", Status: true}
-	if plan.Template == TemplateRollback {
-		t := *plan.Rollback.Template.DeepCopy()
-		if t.Labels == nil {
-			t.Labels = map[string]string{}
-		}
-		t.Labels[contract.LabelWorkload] = workload
-		t = podtemplate.Stamp(t)
+	switch {
+	case plan.Template == TemplateRollback:
+		a.Template = workloadTemplate(plan.Rollback.Template, workload)
+	case plan.Template == TemplateGit && f.Rewound != nil && Undone(f.Live, f.Recorded, plan.Status.Hash, f.KeepsHandEdits) &&
+		podtemplate.Hash(f.Rewound.Spec.Template) == plan.Status.Hash:
+		t := *f.Rewound.Spec.Template.DeepCopy()
+		delete(t.Labels, LabelPodTemplateHash)
 		a.Template = &t
 	}
 	return []Action{a}
+}
+
+// workloadTemplate is template t, copied, labelled with workload and
+// stamped (see podtemplate.Stamp).
+func workloadTemplate(t corev1.PodTemplateSpec, workload string) *corev1.PodTemplateSpec {
+	t = *t.DeepCopy()
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[contract.LabelWorkload] = workload
+	t = podtemplate.Stamp(t)
+	return &t
 }
 
 // PlanRollingCommand lists the one write of a command acted on by a

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // TestPlanRollingApply: the one write of a rolling plan, for each case
@@ -169,15 +170,17 @@ func TestPlanRollingApply(t *testing.T) {
 
 // TestPlanRollingFollow: a rolling workload followed from what it records
 // writes its status, and a rollback's template labelled with the
-// workload and stamped; a command's write carries the pause and clears
-// the command.
+// workload and stamped; after `kubectl rollout undo`, the recorded
+// revision's template from its ReplicaSet, unless hand edits are kept,
+// the ReplicaSet runs another template or the revision was Degraded; a
+// command's write carries the pause and clears the command.
 func TestPlanRollingFollow(t *testing.T) {
 	rollback := &Rollback{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v0"}}}}}
-	status := PlanRollingFollow(RollingPlan{Template: TemplateGit}, "web")
+	status := PlanRollingFollow(RollingPlan{Template: TemplateGit}, "web", Followed{})
 	if len(status) != 1 || status[0].Kind != ActionWrite || !status[0].Status || status[0].Template != nil {
 		t.Errorf("following: %+v, want one write of the status alone", status)
 	}
-	back := PlanRollingFollow(RollingPlan{Template: TemplateRollback, Rollback: rollback}, "web")
+	back := PlanRollingFollow(RollingPlan{Template: TemplateRollback, Rollback: rollback}, "web", Followed{})
 	if len(back) != 1 || back[0].Template == nil {
 		t.Fatalf("rolling back: %+v, want one write with a template", back)
 	}
@@ -187,6 +190,46 @@ func TestPlanRollingFollow(t *testing.T) {
 	}
 	if rollback.Template.Labels != nil {
 		t.Error("the plan changed the rollback's template")
+	}
+	// `kubectl rollout undo` put revision 1's template (v1) back over
+	// revision 2's (v2), recorded Healthy on v2's ReplicaSet.
+	v1 := podtemplate.Stamp(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{contract.LabelWorkload: "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}})
+	v2 := podtemplate.Stamp(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{contract.LabelWorkload: "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v2"}}}})
+	h2 := podtemplate.LiveHash(v2)
+	undone := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: v1}}
+	rs2 := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-h2"}, Spec: appsv1.ReplicaSetSpec{Template: *v2.DeepCopy()}}
+	rs2.Spec.Template.Labels[LabelPodTemplateHash] = "h2"
+	other := rs2.DeepCopy()
+	other.Spec.Template.Spec.Containers[0].Image = "web:v3"
+	recorded := Status{Revision: 2, Hash: h2, Phase: PhaseHealthy}
+	plan := RollingPlan{Template: TemplateGit, Status: recorded}
+	for _, tt := range []struct {
+		name string
+		f    Followed
+		want string // the image written back, "" for the status alone
+	}{
+		{"undone: v2 written back from its ReplicaSet", Followed{Live: undone, Recorded: recorded, Rewound: rs2}, "web:v2"},
+		{"undone, hand edits kept: left as it runs", Followed{Live: undone, Recorded: recorded, Rewound: rs2, KeepsHandEdits: true}, ""},
+		{"undone, the ReplicaSet runs another template: left", Followed{Live: undone, Recorded: recorded, Rewound: other}, ""},
+		{"undone from a Degraded revision: left", Followed{Live: undone, Recorded: Status{Revision: 2, Hash: h2, Phase: PhaseDegraded}, Rewound: rs2}, ""},
+		{"not undone: the status alone", Followed{Live: undone, Recorded: recorded}, ""},
+	} {
+		got := PlanRollingFollow(plan, "web", tt.f)
+		switch {
+		case len(got) != 1 || got[0].Kind != ActionWrite || !got[0].Status:
+			t.Errorf("%s: %+v, want one write of the status", tt.name, got)
+		case tt.want == "" && got[0].Template != nil:
+			t.Errorf("%s: writes template %s, want the status alone", tt.name, got[0].Template.Spec.Containers[0].Image)
+		case tt.want != "" && (got[0].Template == nil || got[0].Template.Spec.Containers[0].Image != tt.want):
+			t.Errorf("%s: template %+v, want %s", tt.name, got[0].Template, tt.want)
+		case tt.want != "" && (got[0].Template.Labels[LabelPodTemplateHash] != "" || podtemplate.LiveHash(*got[0].Template) != h2):
+			t.Errorf("%s: template labels %v, want v2's as stamped, without %s", tt.name, got[0].Template.Labels, LabelPodTemplateHash)
+		}
+	}
+	if rs2.Spec.Template.Labels[LabelPodTemplateHash] != "h2" {
+		t.Error("the plan changed the ReplicaSet's template")
 	}
 	pause := PlanRollingCommand(Commanded{Name: "pause", Held: Held{Paused: true}})
 	if len(pause) != 1 || pause[0].Paused == nil || !*pause[0].Paused || !pause[0].ClearCommand || !pause[0].Status {

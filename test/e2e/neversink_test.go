@@ -141,7 +141,9 @@ func TestHandScaledWorkloads(t *testing.T) {
 // (the canary without going through its steps again), each with a
 // TemplateRestored Event and a log line; a Service selector stripped of
 // the strategy's key by hand is put back with a SelectorRepaired Event,
-// on a canary's Service and on a blue-green active Service.
+// on a canary's Service and on a blue-green active Service. An undo made
+// while the daemon is down is put back by a daemon that starts with Git
+// unreachable, from what the workload's ReplicaSets record.
 func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	parallel(t)
 	tree := func(version string) map[string]string {
@@ -192,6 +194,18 @@ func TestCorrectiveActionsLeaveTraces(t *testing.T) {
 	}
 	if n := strings.Count(d.Log(), "repaired a Service selector changed outside Git"); n < 2 {
 		t.Errorf("the daemon logged %d selector repairs, want 2:\n%s", n, d.Log())
+	}
+
+	t.Log("3. kubectl rollout undo while the daemon is down, Git unreachable when it starts: the recorded revision comes back from its ReplicaSet")
+	d.Stop(t)
+	kubectl(t, "-n", s.ns, "rollout", "undo", "deployment/web")
+	waitForPods(t, s.ns, "web", 4, "registry.example/web:v1")
+	s.url = "file://" + t.TempDir() + "/gone"
+	again := kit.StartDaemon(t, s, "--interval", "1s")
+	waitForPods(t, s.ns, "web", 4, "registry.example/web:v2")
+	waitForDeployment(t, s.ns, "web", "web revision 2 Healthy", phaseIs(2, "Healthy"))
+	if !strings.Contains(again.Log(), "restored the pod template changed by hand") {
+		t.Errorf("the daemon that started with Git unreachable logged no template restore:\n%s", again.Log())
 	}
 }
 
