@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,16 +23,18 @@ import (
 // make of it once the rollout went through, as the API server's dry-run of
 // that write returns it: the defaults filled in, and a field Git dropped
 // removed where the write removes it. The write is the one the strategy
-// makes: the server-side apply of a rolling Deployment (see applyRolling),
-// the update of a canary's stable Deployment or a blue-green active color
-// (see refresh), with Git's template on it as the rollout leaves it. Kept
-// as they are:
+// makes: for a rolling Deployment, the apply the planners plan
+// (strategies.PlanRolling, then PlanRollingApply) as the executor builds
+// it (see diffRolling); for a canary's stable Deployment or a blue-green
+// active color, the update of its metadata the take makes (see refresh),
+// with Git's template on it as the rollout leaves it. Kept as they are:
 //   - the status, role and step annotations: a rollout's progress is not a
 //     change of the sync;
 //   - the template, when Git's is the revision rolling out (the rollout,
 //     not a sync, brings it) or the workload's failed-hash (the refusal,
 //     not the sync, keeps it out), unless the live one, Git's revision,
-//     was changed by hand (see runsGit);
+//     was changed by hand (see runsGit) or, on a rolling Deployment,
+//     undone by `kubectl rollout undo`;
 //   - the replica count, when an HPA scales the Deployment.
 //
 // A blue-green color comes renamed to Git's name and without the color in
@@ -50,7 +53,7 @@ func (c *Controller) DiffDeployment(ctx context.Context, git *appsv1.Deployment,
 	if err != nil {
 		return nil, nil, err
 	}
-	want, replace, err := diffWrite(git, live, scaled, changeCause(commit, subject))
+	want, replace, err := diffWrite(git, live, scaled, changeCause(commit, subject), c.clock.Now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,48 +149,86 @@ func (c *Controller) dryRunWrite(ctx context.Context, live, d *appsv1.Deployment
 // diffWrite is the write DiffDeployment dry-runs for Git Deployment git,
 // whose workload live serves (scaled: by an HPA's count), and whether it
 // is an update (replace) or a server-side apply; cause is the change cause
-// of a new template.
-func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *appsv1.Deployment, replace bool, err error) {
+// of a new template, and now the time the planners judge deadlines by.
+func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string, now time.Time) (want *appsv1.Deployment, replace bool, err error) {
 	st, err := strategies.ReadStatus(live.Annotations)
 	if err != nil {
 		return nil, false, err
 	}
-	hash := podtemplate.Hash(git.Spec.Template)
-	strategy := workloads.NamedStrategy(git.Annotations)
-	if strategy == contract.StrategyRolling {
-		kept := map[string]string{}
-		for _, k := range statusKeys {
-			if v, ok := live.Annotations[k]; ok {
-				kept[k] = v
-			}
-		}
-		want = rollingObject(git, kept)
-		want.Spec.Template = live.Spec.Template
-		keepAnnotation(want, live, AnnotationChangeCause)
-	} else {
-		want, replace = refresh(live, git), true
-		labels, annotations := writtenKeys(takeover.Decode(live.ManagedFields)).dropped(live, git)
-		dropKeys(want, labels, annotations)
-		want.ManagedFields = nil
-		want.Spec.Replicas = git.Spec.Replicas
+	if workloads.NamedStrategy(git.Annotations) == contract.StrategyRolling {
+		return diffRolling(git, live, st, scaled, cause, now), false, nil
 	}
-	// A new revision as the planners decide it (see
-	// strategies.DecideRevision), unless the live template holds it
-	// already.
-	newRevision := strategies.DecideRevision(st, hash).Action == strategies.RevisionNew &&
-		hash != podtemplate.LiveHash(live.Spec.Template)
-	byHand := stampedWith(live, hash) && !keepsHandEdits(git, live) &&
+	return diffProgressive(git, live, st, scaled, cause), true, nil
+}
+
+// diffRolling is the apply of rolling workload git over live, its
+// primary Deployment recorded at st, as the planners make it once the
+// rollout went through: strategies.PlanRolling's template (Git's, or the
+// live one for a refused revision), strategies.PlanRollingApply's write
+// of it (the change cause, a template changed by hand or undone put
+// back, the HPA's count), built as the executor builds it (see
+// applyObject); the status and the analysis run are kept as they are.
+func diffRolling(git, live *appsv1.Deployment, st strategies.Status, scaled bool, cause string, now time.Time) *appsv1.Deployment {
+	hash := podtemplate.Hash(git.Spec.Template)
+	want := strategies.Desired{Hash: hash, Replicas: git.Spec.Replicas, Commit: st.Commit}
+	plan := strategies.PlanRolling(want, st, strategies.RollingObserved{Deployment: live, Now: now})
+	held := strategies.RollingHeld{Git: git, Live: live, Recorded: st, Stamped: stampedWith(live, hash), Primary: true,
+		Cause: cause, Autoscaled: scaled, Count: specReplicas(live), KeepsHandEdits: keepsHandEdits(git, live),
+		RecordedCause: live.Annotations[AnnotationChangeCause]}
+	held.RunsGit = plan.Template == strategies.TemplateGit && held.Stamped && !changedByHand(git, live, hash)
+	kept := map[string]string{}
+	for _, k := range statusKeys {
+		if v, ok := live.Annotations[k]; ok {
+			kept[k] = v
+		}
+	}
+	for _, a := range strategies.PlanRollingApply(plan, held) {
+		if a.Kind == strategies.ActionApply {
+			obj := applyObject(git, live, kept, nil, a.Apply)
+			if v, ok := kept[contract.AnnotationAnalysisRun]; ok {
+				setAnnotation(&obj.ObjectMeta, contract.AnnotationAnalysisRun, v)
+			}
+			obj.ResourceVersion = ""
+			return obj
+		}
+	}
+	// A refused template and nothing running: the planners write nothing.
+	obj := rollingObject(git, kept)
+	obj.Spec.Template = live.Spec.Template
+	return obj
+}
+
+// changedByHand reports whether live's template, stamped with Git's hash,
+// was changed by hand since (see runsGit), read from the fields the API
+// server stores, as `plimsoll diff` has no memory of what it wrote.
+func changedByHand(git, live *appsv1.Deployment, hash string) bool {
+	return stampedWith(live, hash) && !keepsHandEdits(git, live) &&
 		(!podtemplate.Holds(live.Spec.Template, git.Spec.Template) ||
 			handOwned(live, takeover.ByHandUnder(live.ManagedFields, "spec", "template")))
-	if newRevision || byHand {
-		// Git's template as the rollout leaves it: rolled out, the canary
-		// promoted, or the color that took it swapped in; or, over one
-		// changed by hand, as the controller writes it again (see runsGit).
-		t := *git.Spec.Template.DeepCopy()
-		switch strategy {
-		case contract.StrategyCanary:
-			setLabel(&t.ObjectMeta, contract.LabelServing, "true")
-		case contract.StrategyBlueGreen:
+}
+
+// diffProgressive is the update of a canary's stable Deployment or a
+// blue-green active color live, recorded at st, as the rollout leaves
+// it: Git's metadata as the take refreshes it (see refreshed: what
+// Git dropped, gone), Git's count unless an HPA owns it, and Git's
+// template as the promotion or the swap leaves it, for a new revision
+// (strategies.DecideRevision) or over one changed by hand.
+func diffProgressive(git, live *appsv1.Deployment, st strategies.Status, scaled bool, cause string) *appsv1.Deployment {
+	hash := podtemplate.Hash(git.Spec.Template)
+	want := refresh(live, git)
+	labels, annotations := writtenKeys(takeover.Decode(live.ManagedFields)).dropped(live, git)
+	dropKeys(want, labels, annotations)
+	want.ManagedFields = nil
+	want.Spec.Replicas = git.Spec.Replicas
+	newRevision := strategies.DecideRevision(st, hash).Action == strategies.RevisionNew &&
+		hash != podtemplate.LiveHash(live.Spec.Template)
+	if newRevision || changedByHand(git, live, hash) {
+		// Git's template as the rollout leaves it: the canary promoted,
+		// or the color that took it swapped in; or, over one changed by
+		// hand, as the controller writes it again (see runsGit).
+		t := servingTemplate(git)
+		if workloads.NamedStrategy(git.Annotations) == contract.StrategyBlueGreen {
+			t = *git.Spec.Template.DeepCopy()
 			setLabel(&t.ObjectMeta, contract.LabelColor, live.Spec.Template.Labels[contract.LabelColor])
 		}
 		want.Spec.Template = workloadTemplate(t, git.Name)
@@ -198,7 +239,7 @@ func diffWrite(git, live *appsv1.Deployment, scaled bool, cause string) (want *a
 	if scaled {
 		want.Spec.Replicas = live.Spec.Replicas
 	}
-	return want, replace, nil
+	return want
 }
 
 // getDeployment reads a Deployment from the API server; nil when it does

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,8 +64,8 @@ func setByHand(d *appsv1.Deployment) *appsv1.Deployment {
 // dropped one gone), the live status and the Deployment controller's
 // annotation kept (an apply leaves it alone, an update carries it), Git's
 // template with the commit as its cause unless Git's runs already or is
-// the failed-hash, Git's template over one changed by hand (as the same
-// revision), and the HPA's count when one scales it.
+// the failed-hash, Git's template over one changed by hand or undone (as
+// the same revision), and the HPA's count when one scales it.
 func TestDiffWrite(t *testing.T) {
 	const cause = "0123456 v2"
 	rolling, canary := map[string]string(nil), map[string]string{contract.AnnotationStrategy: contract.StrategyCanary}
@@ -132,6 +133,15 @@ func TestDiffWrite(t *testing.T) {
 				return setByHand(diffLive(g, "web", contract.RolePrimary, nil, healthy))
 			},
 			wantImage: "web:v1", wantCause: "feedfac v1", wantReplica: 4},
+		{name: "rolling, Git's template undone by hand", annotations: rolling, image: "web:v2",
+			live: func(g *appsv1.Deployment) *appsv1.Deployment {
+				// `kubectl rollout undo` put v1's template back under
+				// revision 2's status (read from its ReplicaSet).
+				undone := healthy
+				undone.Revision, undone.Hash = 2, podtemplate.Hash(g.Spec.Template)
+				return diffLive(diffGit("web:v1", nil), "web", contract.RolePrimary, nil, undone)
+			},
+			wantImage: "web:v2", wantCause: "feedfac v1", wantReplica: 4},
 		{name: "canary, Git's template changed by hand", annotations: canary, image: "web:v1", replace: true,
 			live: func(g *appsv1.Deployment) *appsv1.Deployment {
 				return setByHand(diffLive(g, "web", contract.RoleStable, serving, healthy))
@@ -152,7 +162,7 @@ func TestDiffWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			git := diffGit(tt.image, tt.annotations)
 			live := tt.live(git)
-			got, replace, err := diffWrite(git, live, tt.scaled, cause)
+			got, replace, err := diffWrite(git, live, tt.scaled, cause, time.Now())
 			if err != nil {
 				t.Fatalf("diffWrite: %v", err)
 			}
@@ -306,7 +316,7 @@ func TestDiffWriteDropsWhatGitDropped(t *testing.T) {
 	}
 	git := diffGit("web:v1", canary)
 	git.Labels = map[string]string{"app": "web"}
-	got, _, err := diffWrite(git, live, false, "0123456 v2")
+	got, _, err := diffWrite(git, live, false, "0123456 v2", time.Now())
 	if err != nil {
 		t.Fatalf("diffWrite: %v", err)
 	}

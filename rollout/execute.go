@@ -184,21 +184,7 @@ func (c *Controller) clearActedCommand(ctx context.Context, x *execution) error 
 // Deployment holds all of it already (see applied).
 func (c *Controller) executeApply(ctx context.Context, x *execution, a strategies.Action) error {
 	live, ap := x.w.deployment(""), a.Apply
-	obj := rollingObject(x.git, x.annotations)
-	setRun(obj, x.run)
-	obj.Spec.Template = *ap.Template.DeepCopy()
-	if ap.Stamp {
-		obj.Spec.Template = workloadTemplate(obj.Spec.Template, x.git.Name)
-	}
-	if ap.ChangeCause != "" {
-		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, ap.ChangeCause)
-	}
-	if ap.Strategy != nil {
-		obj.Spec.Strategy = *ap.Strategy.DeepCopy()
-	}
-	if ap.Replicas != nil && live != nil {
-		obj.Spec.Replicas, obj.ResourceVersion = ap.Replicas, live.ResourceVersion
-	}
+	obj := applyObject(x.git, live, x.annotations, x.run, ap)
 	if !ap.Always && applied(live, obj, !ap.QuietStatus) {
 		return nil
 	}
@@ -231,6 +217,30 @@ func (c *Controller) executeApply(ctx context.Context, x *execution, a strategie
 		x.written = nil
 	}
 	return nil
+}
+
+// applyObject is the Deployment an apply of rolling workload git writes
+// as write ap asks, over live (nil before it exists): Git's Deployment
+// with the workload label, the primary role, the status annotations and
+// analysis run run, and ap's template, change cause, strategy and count.
+// `plimsoll diff` dry-runs the same object (see diffRolling).
+func applyObject(git, live *appsv1.Deployment, status map[string]string, run *strategies.AnalysisRun, ap *strategies.RollingWrite) *appsv1.Deployment {
+	obj := rollingObject(git, status)
+	setRun(obj, run)
+	obj.Spec.Template = *ap.Template.DeepCopy()
+	if ap.Stamp {
+		obj.Spec.Template = workloadTemplate(obj.Spec.Template, git.Name)
+	}
+	if ap.ChangeCause != "" {
+		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, ap.ChangeCause)
+	}
+	if ap.Strategy != nil {
+		obj.Spec.Strategy = *ap.Strategy.DeepCopy()
+	}
+	if ap.Replicas != nil && live != nil {
+		obj.Spec.Replicas, obj.ResourceVersion = ap.Replicas, live.ResourceVersion
+	}
+	return obj
 }
 
 // executeMetadata writes the metadata of one Deployment of the workload
