@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -56,7 +57,11 @@ type execution struct {
 // the planner's.
 func (c *Controller) execute(ctx context.Context, x *execution, actions []strategies.Action) error {
 	serving := "true"
+	debug := c.log.Enabled(ctx, slog.LevelDebug)
 	for _, a := range actions {
+		if debug {
+			c.log.DebugContext(ctx, "execute action", "workload", x.w.ns+"/"+x.w.name, "action", a.String())
+		}
 		var err error
 		switch a.Kind {
 		case strategies.ActionWrite:

@@ -6,15 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/contract"
 )
-
-// unlabelled matches a request line that takes a pod's serving label
-// away (see requests).
-const unlabelled = `"plimsoll.dev/serving":null`
 
 // find returns the index of the first request that has every part, -1
 // when none has.
@@ -64,55 +61,81 @@ func before(t *testing.T, r []string, a, b []string) {
 }
 
 // TestCanaryStepOrder rolls canary "api" (4 replicas, steps "50%, 100%")
-// from v1 to v2 on the fake cluster and checks the order of each step's
-// writes as the planner lists them: the canary grows before the stable
-// Deployment scales down for its pods, which serve from their template;
-// on promotion the canary's ReplicaSet is handed over to the stable (see
+// from v1 to v2 on the fake cluster and checks, round by round, the
+// actions the planner listed and the controller executed, every one of
+// them in its order. Each round writes the stable, then the canary. The
+// canary grows to 2 a round before the stable Deployment scales down to 2
+// for its pods, which serve from their template (no pod is labelled). On
+// promotion the canary's ReplicaSet is handed over to the stable (see
 // strategies.planHandOver): the canary grows to 4 and is paused, then the
-// stable is paused at 0, its ReplicaSet held out of its selector, then it
-// takes the canary's template at 4, then the canary goes leaving its
-// ReplicaSet, which the stable adopts, then the stable is resumed and its
-// ReplicaSet given back, and a new canary is made at 0 with the other
-// track. The pods that serve in the end are the canary's, in the
-// canary's ReplicaSet, now the stable's, which made none; Git's strategy
-// stays on the stable all along. Each pause and resume is followed by the
-// Progressing condition the Deployment controller would write for it
-// (see notePause).
+// stable is paused at 0, then its ReplicaSet is held out of its selector,
+// then it takes the canary's template at 4, then the canary's ReplicaSet
+// is handed over to it and the canary deleted leaving it, then the stable
+// is resumed and its ReplicaSet given back, while a new canary is made
+// (its create in the requests: at 0, paused), then both settle. No action
+// writes a strategy: Git's stays on the stable all along. Each pause and
+// resume is followed by the Progressing condition the Deployment
+// controller would write for it (see notePause), asserted on the
+// requests of its round. The pods that serve in the end are the canary's,
+// in the canary's ReplicaSet, now the stable's, which made none.
 func TestCanaryStepOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryAnnotations)
-	rounds := k.untilQuiet()
+	v1 := k.replicaSetOf(k.deployment("api")).Name
+	rounds := k.playUntilQuiet()
 
-	grow, shrink := roundOf(rounds, "update deployments/api-canary", "replicas=2"), roundOf(rounds, "update deployments/api ", "replicas=2")
-	if grow < 0 || shrink <= grow {
-		t.Errorf("the stable scaled down for the canary in round %d, the canary grew in round %d: want it after:\n%s", shrink, grow, show(rounds))
+	const stable, canary = "write <name> status role=stable -command", "write -canary status role=canary"
+	want := [][]string{
+		// 50%: the canary grows first,
+		{"write <name> replicas=4 status role=stable -command", "write -canary replicas=2 status role=canary"},
+		// then the stable shrinks for it.
+		{"write <name> replicas=2 status role=stable -command", "write -canary replicas=2 status role=canary"},
+		// The promotion: the canary at 4, paused;
+		{stable, "write -canary replicas=4 paused status role=canary"},
+		// the stable paused at 0;
+		{"write <name> replicas=0 paused status role=stable -command", canary},
+		// its ReplicaSet out of its selector;
+		{stable, canary, "hold out rs " + v1 + " app=api"},
+		// the canary's template on the stable, at 4;
+		{"write <name> replicas=4 template cause=* status role=stable -command", canary},
+		// the canary's ReplicaSet the stable's, the canary gone without it;
+		{stable, "hand over rs api-canary-*", "delete -canary orphan"},
+		// the stable resumed, a new canary made, revision 1's ReplicaSet back;
+		{"write <name> resumed status role=stable -command", canary, "restore rs " + v1 + " app=api"},
+		// both settle.
+		{"write <name> replicas=4 status role=stable -command", "write -canary replicas=0 status role=canary"},
 	}
-	inOrder := [][]string{
-		{"update deployments/api-canary", "replicas=4"},
-		{"update deployments/api-canary", "paused"},
-		{"update deployments/api-canary", "status", "condition=DeploymentPaused"},
-		{"update deployments/api ", "replicas=0", "paused"},
-		{"update deployments/api ", "status", "condition=DeploymentPaused"},
-		{"patch replicasets/api-", `"app":null`},
-		{"update deployments/api ", "replicas=4"},
-		{"delete deployments/api-canary", "orphan"},
-		{"update deployments/api ", "replicas=4"}, // its spec replaced, resumed
-		{"update deployments/api ", "status", "condition=DeploymentResumed"},
-		{"patch replicasets/api-", `"app":"api"`},
-		{"create deployments/api-canary", "replicas=0"},
+	if len(rounds) != len(want) {
+		t.Errorf("%d rounds until quiet, want %d:\n%s", len(rounds), len(want), showPlayed(rounds))
 	}
-	from := 0
-	for _, want := range inOrder {
-		at := roundOf(rounds[from:], want...)
-		if at < 0 {
-			t.Fatalf("no round from %d on has %q:\n%s", from, want, show(rounds))
+	for i := range min(len(rounds), len(want)) {
+		exactly(t, fmt.Sprintf("round %d", i), rounds[i].actions, want[i]...)
+	}
+	for _, p := range rounds {
+		if i := slices.IndexFunc(p.actions, func(a string) bool { return strings.Contains(a, " strategy=") }); i >= 0 {
+			t.Errorf("%q writes a strategy, want Git's kept and the canary's pods handed over:\n%s", p.actions[i], showPlayed(rounds))
 		}
-		from += at
 	}
-	if roundOf(rounds, "maxSurge=100%") >= 0 {
-		t.Errorf("the promotion surged, want the canary's pods handed over:\n%s", show(rounds))
+	// The conditions of the pauses and the resume, after them.
+	conditions := []struct {
+		round          int
+		write, noticed []string
+	}{
+		{2, []string{"update deployments/api-canary", "paused"}, []string{"update deployments/api-canary", "status", "condition=DeploymentPaused"}},
+		{3, []string{"update deployments/api ", "replicas=0", "paused"}, []string{"update deployments/api ", "status", "condition=DeploymentPaused"}},
+		{7, []string{"update deployments/api ", "replicas=4"}, []string{"update deployments/api ", "status", "condition=DeploymentResumed"}},
 	}
-	api, canary := k.deployment("api"), k.deployment("api-canary")
+	for _, c := range conditions {
+		if c.round < len(rounds) {
+			before(t, rounds[c.round].requests, c.write, c.noticed)
+		}
+	}
+	if len(rounds) > 7 {
+		before(t, rounds[7].requests, []string{"update deployments/api ", "status", "condition=DeploymentResumed"},
+			[]string{"create deployments/api-canary", "replicas=0", "paused"})
+	}
+
+	api, canaryDeploy := k.deployment("api"), k.deployment("api-canary")
 	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -128,27 +151,31 @@ func TestCanaryStepOrder(t *testing.T) {
 	if len(pods.Items) != 4 {
 		t.Errorf("%d pods after the promotion, want 4", len(pods.Items))
 	}
-	if n := k.controlled(api); n != 2 {
-		t.Errorf("api controls %d ReplicaSets after the promotion, want 2: the canary's, and its own of revision 1 given back", n)
+	if n := k.controlled(api); n != 2 || !k.controls(api, v1) {
+		t.Errorf("api controls %d ReplicaSets after the promotion (%s among them: %v), want 2: the canary's, and its own of revision 1 given back",
+			n, v1, k.controls(api, v1))
 	}
 	if api.Spec.Paused {
 		t.Error("api is paused after the rollout, want it resumed")
 	}
-	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canary.Spec.Replicas != 0 || !canary.Spec.Paused {
+	if api.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy || *canaryDeploy.Spec.Replicas != 0 || !canaryDeploy.Spec.Paused {
 		t.Errorf("after the rollout: api %s, api-canary at %d (paused %v); want Healthy, and the new canary idle: 0, paused",
-			api.Annotations[contract.AnnotationPhase], *canary.Spec.Replicas, canary.Spec.Paused)
+			api.Annotations[contract.AnnotationPhase], *canaryDeploy.Spec.Replicas, canaryDeploy.Spec.Paused)
 	}
-	if got, stable := canary.Spec.Selector.MatchLabels[contract.LabelTrack], api.Spec.Template.Labels[contract.LabelTrack]; got == stable {
+	if got, stable := canaryDeploy.Spec.Selector.MatchLabels[contract.LabelTrack], api.Spec.Template.Labels[contract.LabelTrack]; got == stable {
 		t.Errorf("the new canary's track %q is the stable pods' %q: its selector would select them", got, stable)
 	}
-	if stable, canary := api.Spec.Strategy, canary.Spec.Strategy; !reflect.DeepEqual(stable, canary) {
+	if stable, canary := api.Spec.Strategy, canaryDeploy.Spec.Strategy; !reflect.DeepEqual(stable, canary) {
 		t.Errorf("api's strategy after the rollout %+v, want Git's (api-canary's) %+v", stable, canary)
 	}
 }
 
 // TestCanaryAbortOrder holds canary "api" at 50% behind a pause, then
-// aborts: the canary pods are unlabelled first, so they stop serving at
-// once, then stable goes back to 4 and the canary to 0.
+// aborts: the abort's round executes exactly, in this order, the
+// unlabelling of the 2 canary pods, so they stop serving at once, then
+// the stable's write back to 4, then the canary's to 0. After it no
+// canary pod carries the serving label, the stable is at 4 and the
+// canary at 0.
 func TestCanaryAbortOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(canaryWithSteps("50%, pause, 100%"))
@@ -157,51 +184,90 @@ func TestCanaryAbortOrder(t *testing.T) {
 		t.Fatalf("api %s at %d replicas, want Paused at 2", d.Annotations[contract.AnnotationPhase], *d.Spec.Replicas)
 	}
 	sendCommand(t, k, "api", contract.CommandAbort)
-	r := k.round()
-	before(t, r, []string{"patch pods/api-canary-", unlabelled}, []string{"update deployments/api ", "replicas=4"})
-	before(t, r, []string{"update deployments/api ", "replicas=4"}, []string{"update deployments/api-canary", "replicas=0"})
-	if n := strings.Count(strings.Join(r, "\n"), unlabelled); n != 2 {
-		t.Errorf("%d canary pods unlabelled by the abort, want 2:\n%s", n, strings.Join(r, "\n"))
+	abort := k.play()
+	exactly(t, "the abort's round", abort.actions,
+		"unlabel pod api-canary-*",
+		"unlabel pod api-canary-*",
+		"write <name> replicas=4 status role=stable -command",
+		"write -canary replicas=0 status role=canary")
+
+	pods, err := k.client.CoreV1().Pods("shop").List(k.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, "api-canary-") && p.Labels[contract.LabelServing] != "" {
+			t.Errorf("canary pod %s still serving after the abort", p.Name)
+		}
+	}
+	if api, canary := k.deployment("api"), k.deployment("api-canary"); *api.Spec.Replicas != 4 || *canary.Spec.Replicas != 0 {
+		t.Errorf("after the abort api at %d, api-canary at %d; want 4 and 0", *api.Spec.Replicas, *canary.Spec.Replicas)
 	}
 }
 
 // TestBlueGreenSwapOrder rolls blue-green "api" from v1 on blue to v2 on
-// green: green is written (scaled up, status) before the active Service
-// selects it, and blue, which served until the swap, is scaled down only
-// once the Service's endpoints have left it, never in the swap's reconcile.
+// green. The swap's round (the first to select green) executes exactly:
+// blue's write, which keeps its 4 pods, green's write at 4 with its
+// status, then the active Service's selection of green, the preview's,
+// and the command's clearing; its requests write the active Service's
+// selector. A reconcile before the endpoints follow the swap does not
+// write blue below its count: blue still serves. The first round after
+// they follow scales blue to 0; green stays at 4.
 func TestBlueGreenSwapOrder(t *testing.T) {
 	k := newCluster(t, "api")
 	k.toV2(blueGreenAnnotations)
 
-	var swap []string
+	const selectGreen = "select active plimsoll.dev/color=green -plimsoll.dev/serving keep=4"
+	var swap played
 	for range 10 {
-		if swap = k.round(); find(swap, "patch services/api", `"green"`) >= 0 {
+		if swap = k.play(); slices.Contains(swap.actions, selectGreen) {
 			break
 		}
 	}
-	before(t, swap, []string{"update deployments/api-green"}, []string{"patch services/api", `"green"`})
-	if i := find(swap, "update deployments/api-blue", "replicas=0"); i >= 0 {
-		t.Errorf("blue scaled down in the swap's reconcile:\n  %s", strings.Join(swap, "\n  "))
+	exactly(t, "the swap's round", swap.actions,
+		"write -blue replicas=4 status role=idle",
+		"write -green replicas=4 status role=active",
+		selectGreen,
+		"select preview plimsoll.dev/color=green -plimsoll.dev/serving",
+		"clear command")
+	if find(swap.requests, "patch services/api", `"green"`) < 0 {
+		t.Errorf("the swap's round did not write the active Service's selector:\n%s", showPlayed([]played{swap}))
 	}
-	// The endpoints have not followed the swap yet: blue still serves.
+	// The endpoints have not followed the swap yet (settle moves them):
+	// blue still serves, and keeps its count, whether the informers have
+	// seen the swap by then (blue written without a count, waiting) or not
+	// (the swap's plan again).
+	time.Sleep(50 * time.Millisecond)
 	if err := k.c.reconcile(k.ctx, "shop/api"); err != nil {
 		t.Fatal(err)
 	}
-	if r := requests(k.client); find(r, "update deployments/api-blue", "replicas=0") >= 0 {
-		t.Errorf("blue scaled down while the active Service still had its endpoints:\n  %s", strings.Join(r, "\n  "))
+	waiting := k.actions()
+	if i := slices.IndexFunc(waiting, func(a string) bool {
+		return strings.HasPrefix(a, "write -blue replicas=") && !strings.HasPrefix(a, "write -blue replicas=4 ")
+	}); i >= 0 || !slices.Contains(waiting, selectGreen) {
+		t.Errorf("the reconcile before the endpoints follow executed:\n  %s\nwant blue written without a count below 4, and green selected",
+			strings.Join(waiting, "\n  "))
 	}
-	rounds := k.untilQuiet()
-	roundWith(t, rounds, "update deployments/api-blue", "replicas=0")
+	rest := k.playUntilQuiet()
+	if len(rest) == 0 || !slices.Contains(rest[0].actions, "write -blue replicas=0 status role=idle -command") {
+		t.Errorf("blue not scaled down once the endpoints left it:\n%s", showPlayed(rest))
+	}
 	if got := *k.deployment("api-green").Spec.Replicas; got != 4 {
 		t.Errorf("green at %d, want 4", got)
+	}
+	if got := *k.deployment("api-blue").Spec.Replicas; got != 0 {
+		t.Errorf("blue at %d, want 0", got)
 	}
 }
 
 // TestBlueGreenNoActiveColorBothCarryHash: the active Service selects no
 // color and both colors carry the live template (a selector edited by
-// hand, or a crash between writes). The planner's target color is blue:
-// blue is written and the Service selects it, and green, which lost the
-// choice, scales to zero.
+// hand, or a crash between writes). The planner's target color is blue.
+// The first round executes exactly: blue's write at 4 as the active
+// color, green's as idle without a count (it serves until the Service
+// moves), then the active Service's selection of blue (a repair), the
+// preview's, and the command's clearing. The next round scales green to
+// zero. In the end blue is Healthy at 4 and green at 0.
 func TestBlueGreenNoActiveColorBothCarryHash(t *testing.T) {
 	k := newCluster(t, "api")
 	k.handOver("c0ffee1", gitDeployment("v1", blueGreenAnnotations))
@@ -222,15 +288,24 @@ func TestBlueGreenNoActiveColorBothCarryHash(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rounds := k.untilQuiet()
-	swap := roundWith(t, rounds, "patch services/api")
-	if i := find(swap, "patch services/api"); !strings.Contains(swap[i], `"blue"`) {
-		t.Errorf("the Service selects %s, want blue", swap[i])
+	rounds := k.playUntilQuiet()
+	if len(rounds) < 2 {
+		t.Fatalf("%d rounds until quiet, want 2 at the least:\n%s", len(rounds), showPlayed(rounds))
 	}
-	before(t, swap, []string{"update deployments/api-blue"}, []string{"patch services/api"})
-	roundWith(t, rounds, "update deployments/api-green", "replicas=0")
+	exactly(t, "the first round", rounds[0].actions,
+		"write -blue replicas=4 status role=active",
+		"write -green status role=idle",
+		"select active plimsoll.dev/color=blue -plimsoll.dev/serving keep=4 repair",
+		"select preview plimsoll.dev/color=blue -plimsoll.dev/serving",
+		"clear command")
+	if !slices.Contains(rounds[1].actions, "write -green replicas=0 status role=idle -command") {
+		t.Errorf("green not scaled down after the swap:\n%s", showPlayed(rounds))
+	}
 	if b := k.deployment("api-blue"); *b.Spec.Replicas != 4 || b.Annotations[contract.AnnotationPhase] != contract.PhaseHealthy {
 		t.Errorf("blue %s at %d, want Healthy at 4", b.Annotations[contract.AnnotationPhase], *b.Spec.Replicas)
+	}
+	if got := *k.deployment("api-green").Spec.Replicas; got != 0 {
+		t.Errorf("green at %d, want 0", got)
 	}
 }
 

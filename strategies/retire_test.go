@@ -1,9 +1,7 @@
 package strategies
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -64,7 +62,7 @@ func TestPlanRetirement(t *testing.T) {
 			r: Retiring{Target: contract.StrategyRolling, Primary: true, Phase: PhaseHealthy, Left: []*appsv1.Deployment{canary},
 				Selectors: map[string]map[string]string{"web": {"app": "web", contract.LabelServing: "true"}},
 				Ready:     map[string][]string{"web": {"web-7d9c5-a"}}, Keep: 1, Serving: []string{"web-canary-6c8d9-a"}},
-			want: []string{"select web -plimsoll.dev/serving", "unlabel web-canary-6c8d9-a", "delete -canary"}, done: true},
+			want: []string{"select web -plimsoll.dev/serving", "unlabel pod web-canary-6c8d9-a", "delete -canary"}, done: true},
 		{name: "to canary, its Service not moved over yet: nothing",
 			r: Retiring{Target: contract.StrategyCanary, Carrier: "web", CarrierSelector: map[string]string{"app": "web", contract.LabelColor: "green"},
 				Left: []*appsv1.Deployment{blue, green}, Selectors: colorSelectors, Ready: ready, Keep: 4}},
@@ -84,16 +82,7 @@ func TestPlanRetirement(t *testing.T) {
 		actions, done := PlanRetirement(tt.r)
 		var got []string
 		for _, a := range actions {
-			switch a.Kind {
-			case ActionSelect:
-				got = append(got, fmt.Sprintf("select %s -%s", a.ServiceName, a.Drop[0]))
-			case ActionUnlabel:
-				got = append(got, "unlabel "+a.Pod)
-			case ActionDelete:
-				got = append(got, "delete "+a.Deployment)
-			default:
-				got = append(got, fmt.Sprint(a.Kind))
-			}
+			got = append(got, a.String())
 		}
 		if tt.want == nil {
 			tt.want = []string{}
@@ -122,14 +111,7 @@ func TestPlanRemoval(t *testing.T) {
 	}}
 	var got []string
 	for _, a := range PlanRemoval(l) {
-		switch a.Kind {
-		case ActionSelect:
-			got = append(got, "select "+a.ServiceName+" -"+strings.Join(a.Drop, " -"))
-		case ActionDelete:
-			got = append(got, "delete "+a.Deployment)
-		default:
-			got = append(got, fmt.Sprint(a.Kind))
-		}
+		got = append(got, a.String())
 	}
 	want := []string{"select web -plimsoll.dev/color -plimsoll.dev/serving", "delete -blue", "delete -green", "delete -canary"}
 	if !slices.Equal(got, want) {
