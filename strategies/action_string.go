@@ -100,7 +100,7 @@ func (a Action) String() string {
 		}
 		flag(a.Template != nil, "template")
 		if a.Strategy != nil {
-			add("strategy=" + strategyOf(*a.Strategy))
+			add("strategy=" + updateStrategyText(*a.Strategy))
 		}
 		if a.ChangeCause != "" {
 			add("cause=" + strconv.Quote(a.ChangeCause))
@@ -121,7 +121,7 @@ func (a Action) String() string {
 			}
 			flag(w.Stamp, "stamp")
 			if w.Strategy != nil {
-				add("strategy=" + strategyOf(*w.Strategy))
+				add("strategy=" + updateStrategyText(*w.Strategy))
 			}
 			if w.ChangeCause != "" {
 				add("cause=" + strconv.Quote(w.ChangeCause))
@@ -181,10 +181,10 @@ func deploymentOf(suffix string) string {
 	return suffix
 }
 
-// strategyOf writes update strategy s as Action.String does: its type,
+// updateStrategyText writes update strategy s as Action.String does: its type,
 // and a rolling update's maxSurge/maxUnavailable, "-" for one unset;
 // "{}" for a strategy with no type, which the API server defaults.
-func strategyOf(s appsv1.DeploymentStrategy) string {
+func updateStrategyText(s appsv1.DeploymentStrategy) string {
 	out := cmp.Or(string(s.Type), "{}")
 	if r := s.RollingUpdate; r != nil {
 		value := func(v *intstr.IntOrString) string {
