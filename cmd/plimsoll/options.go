@@ -58,6 +58,7 @@ type sourceOptions struct {
 	cacheDir    string
 	gitTimeout  time.Duration
 	logFormat   string
+	logLevel    string
 
 	gitUsername                     string
 	gitPasswordFile, gitPasswordEnv string
@@ -92,6 +93,7 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "plimsoll"), "directory for the local clone")
 	fs.DurationVar(&o.gitTimeout, "git-timeout", defaultGitTimeout, "timeout of every Git network call")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error (debug adds each action the rollout controller executes)")
 
 	fs.StringVar(&o.gitUsername, "git-username", "", "HTTPS username (default \"git\" with a token)")
 	fs.StringVar(&o.gitPasswordFile, "git-password-file", "", "file holding the HTTPS password")
@@ -133,11 +135,16 @@ func (o *sourceOptions) measurer(client kubernetes.Interface) (*analysis.Measure
 
 // newLogger builds the structured logger the flags ask for.
 func (o *sourceOptions) newLogger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("unknown --log-level %q (want debug, info, warn or error)", o.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
 	switch o.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("unknown --log-format %q (want text or json)", o.logFormat)
 }

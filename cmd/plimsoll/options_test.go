@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,5 +163,46 @@ func TestSourceConfigReadsVerificationKeys(t *testing.T) {
 				t.Fatalf("keyring set %v, allowed signers set %v; want %v and %v", cfg.Keyring != nil, cfg.AllowedSigners != nil, tc.wantPGP, tc.wantSSH)
 			}
 		})
+	}
+}
+
+// TestNewLoggerLevel: --log-level sets the lowest level logged (debug
+// shows the rollout controller's actions), its default is info, and an
+// unknown level or format is refused with the flag named.
+func TestNewLoggerLevel(t *testing.T) {
+	ctx := t.Context()
+	for _, tt := range []struct {
+		format, level string
+		debug, info   bool
+		wantErr       string
+	}{
+		{format: "text", level: "info", info: true},
+		{format: "json", level: "debug", debug: true, info: true},
+		{format: "text", level: "warn"},
+		{format: "text", level: "loud", wantErr: `unknown --log-level "loud"`},
+		{format: "yaml", level: "info", wantErr: `unknown --log-format "yaml"`},
+	} {
+		log, err := (&sourceOptions{logFormat: tt.format, logLevel: tt.level}).newLogger()
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s/%s: error %v, want %q", tt.format, tt.level, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s/%s: %v", tt.format, tt.level, err)
+		}
+		if got := log.Enabled(ctx, slog.LevelDebug); got != tt.debug {
+			t.Errorf("%s/%s: debug enabled %v, want %v", tt.format, tt.level, got, tt.debug)
+		}
+		if got := log.Enabled(ctx, slog.LevelInfo); got != tt.info {
+			t.Errorf("%s/%s: info enabled %v, want %v", tt.format, tt.level, got, tt.info)
+		}
+	}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	var o sourceOptions
+	o.addFlags(fs)
+	if f := fs.Lookup("log-level"); f == nil || f.DefValue != "info" {
+		t.Errorf("--log-level flag %v, want one that defaults to info", f)
 	}
 }
