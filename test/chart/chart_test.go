@@ -172,7 +172,7 @@ func TestChartDefaults(t *testing.T) {
 	d := deployment(t, objs)
 	c := d.Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"run", "--repo=" + repoURL, "--branch=main", "--sync-name=default", "--namespace=plimsoll-system", "--listen=:8080",
-		"--git-timeout=1m", "--ui-listen=127.0.0.1:8081"} {
+		"--git-timeout=1m", "--ui-listen=127.0.0.1:8081", "--log-level=info"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %q", c.Args, want)
 		}
@@ -199,18 +199,18 @@ func TestChartDefaults(t *testing.T) {
 // TestChartOptions: replicas > 1 elect a leader; windows, Git credentials
 // and timeout, the webhook secret, held rewinds, empty commits, Helm
 // registry credentials and the web view's address become flags; the
-// ServiceMonitor is optional.
+// ServiceMonitor is optional; logLevel is the daemon's --log-level.
 func TestChartOptions(t *testing.T) {
 	objs := render(t, "replicas=2", "windows={deny 0 22 * * 5 62h}", "git.existingSecret=git", "git.tokenKey=token",
 		"git.sshKeyKey=key", "git.knownHostsKey=hosts", "git.sshKeyPassphraseKey=phrase", "git.timeout=2m",
 		"webhook.existingSecret=hook", "serviceMonitor.enabled=true", "holdRewinds=true", "allowEmpty=true",
-		"helm.existingSecret=registries", "ui.listen=:8081", "ui.hosts={plimsoll.example}")
+		"helm.existingSecret=registries", "ui.listen=:8081", "ui.hosts={plimsoll.example}", "logLevel=debug")
 	d := deployment(t, objs)
 	args := d.Spec.Template.Spec.Containers[0].Args
 	for _, want := range []string{"--leader-elect", "--window=deny 0 22 * * 5 62h", "--git-token-file=/etc/plimsoll/git/token",
 		"--ssh-key-passphrase-file=/etc/plimsoll/git/phrase", "--git-timeout=2m",
 		"--webhook-secret-file=/etc/plimsoll/webhook/secret", "--hold-rewinds", "--allow-empty",
-		"--helm-credentials-file=/etc/plimsoll/helm/config.json", "--ui-listen=:8081", "--ui-host=plimsoll.example"} {
+		"--helm-credentials-file=/etc/plimsoll/helm/config.json", "--ui-listen=:8081", "--ui-host=plimsoll.example", "--log-level=debug"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %q", args, want)
 		}
@@ -417,6 +417,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify"}, "neither notifications.webhook nor notifications.slack"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify", "--set", "notifications.webhook={../ops}"}, "notifications/webhook/0"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.timeout=soon"}, "notifications/timeout"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "logLevel=loud"}, "logLevel"},
 	} {
 		out, err := kit.Helm(t, append([]string{"template", "plimsoll", "charts/plimsoll"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
