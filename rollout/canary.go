@@ -131,12 +131,12 @@ func (c *Controller) intendCanary(ctx context.Context, cy *canary, in intent) (s
 		// Git's revision serves, its template changed by hand: Git's
 		// goes out again, as the promotion wrote it.
 		stable = c.refreshed(cy.stable, git)
-		stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+		stable.Spec.Template = strategies.WorkloadTemplate(servingTemplate(git), git.Name)
 	case strategies.StableUndone:
 		// `kubectl rollout undo` rewinds the annotations too; the change
 		// cause goes back to the revision's.
 		stable = c.refreshed(cy.stable, git)
-		stable.Spec.Template = workloadTemplate(servingTemplate(git), git.Name)
+		stable.Spec.Template = strategies.WorkloadTemplate(servingTemplate(git), git.Name)
 		setAnnotation(&stable.ObjectMeta, AnnotationChangeCause, recordedAt[AnnotationChangeCause])
 		c.templateRestored(ctx, cy.stable, "")
 	default:
@@ -285,7 +285,7 @@ func stableFromColor(legacy, git, color *appsv1.Deployment, replicas int32) *app
 		stable = derived(git, git.Name, nil, t, replicas)
 	} else {
 		stable = legacy.DeepCopy()
-		stable.Spec.Template = workloadTemplate(t, git.Name)
+		stable.Spec.Template = strategies.WorkloadTemplate(t, git.Name)
 		stable.Spec.Replicas = &replicas
 		stable.Spec.Paused = false
 	}

@@ -231,7 +231,7 @@ func diffProgressive(git, live *appsv1.Deployment, st strategies.Status, scaled 
 			t = *git.Spec.Template.DeepCopy()
 			setLabel(&t.ObjectMeta, contract.LabelColor, live.Spec.Template.Labels[contract.LabelColor])
 		}
-		want.Spec.Template = workloadTemplate(t, git.Name)
+		want.Spec.Template = strategies.WorkloadTemplate(t, git.Name)
 		if newRevision {
 			setAnnotation(&want.ObjectMeta, AnnotationChangeCause, cause)
 		}

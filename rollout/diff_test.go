@@ -48,7 +48,7 @@ func diffLive(git *appsv1.Deployment, name, role string, extra map[string]string
 	for k, v := range extra {
 		setLabel(&t.ObjectMeta, k, v)
 	}
-	live.Spec.Template = workloadTemplate(t, git.Name)
+	live.Spec.Template = strategies.WorkloadTemplate(t, git.Name)
 	return live
 }
 

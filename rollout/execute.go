@@ -234,7 +234,7 @@ func applyObject(git, live *appsv1.Deployment, status map[string]string, run *st
 	setRun(obj, run)
 	obj.Spec.Template = *ap.Template.DeepCopy()
 	if ap.Stamp {
-		obj.Spec.Template = workloadTemplate(obj.Spec.Template, git.Name)
+		obj.Spec.Template = strategies.WorkloadTemplate(obj.Spec.Template, git.Name)
 	}
 	if ap.ChangeCause != "" {
 		setAnnotation(&obj.ObjectMeta, AnnotationChangeCause, ap.ChangeCause)

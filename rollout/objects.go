@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"plimsoll.dev/plimsoll/contract"
-	"plimsoll.dev/plimsoll/internal/podtemplate"
 	"plimsoll.dev/plimsoll/internal/revision"
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -44,7 +43,7 @@ func derived(git *appsv1.Deployment, name string, extra map[string]string, tmpl 
 	for k, v := range extra {
 		setLabel(&t.ObjectMeta, k, v)
 	}
-	d.Spec.Template = workloadTemplate(t, git.Name)
+	d.Spec.Template = strategies.WorkloadTemplate(t, git.Name)
 	return d
 }
 
@@ -102,14 +101,6 @@ func specReplicas(d *appsv1.Deployment) int32 {
 		return 1
 	}
 	return *d.Spec.Replicas
-}
-
-// workloadTemplate is t labelled with its workload and stamped with its
-// hash (see podtemplate.Stamp).
-func workloadTemplate(t corev1.PodTemplateSpec, workload string) corev1.PodTemplateSpec {
-	t = *t.DeepCopy()
-	setLabel(&t.ObjectMeta, contract.LabelWorkload, workload)
-	return podtemplate.Stamp(t)
 }
 
 func autoRollback(annotations map[string]string) bool {

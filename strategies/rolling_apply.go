@@ -200,7 +200,8 @@ func PlanRollingFollow(plan RollingPlan, workload string, f Followed) []Action {
 	a := Action{Kind: ActionWrite, Deployment: "", Status: true}
 	switch {
 	case plan.Template == TemplateRollback:
-		a.Template = workloadTemplate(plan.Rollback.Template, workload)
+		t := WorkloadTemplate(plan.Rollback.Template, workload)
+		a.Template = &t
 	case plan.Template == TemplateGit && f.Rewound != nil && Undone(f.Live, f.Recorded, plan.Status.Hash, f.KeepsHandEdits) &&
 		podtemplate.Hash(f.Rewound.Spec.Template) == plan.Status.Hash:
 		t := *f.Rewound.Spec.Template.DeepCopy()
@@ -210,16 +211,16 @@ func PlanRollingFollow(plan RollingPlan, workload string, f Followed) []Action {
 	return []Action{a}
 }
 
-// workloadTemplate is template t, copied, labelled with workload and
-// stamped (see podtemplate.Stamp).
-func workloadTemplate(t corev1.PodTemplateSpec, workload string) *corev1.PodTemplateSpec {
+// WorkloadTemplate is template t, copied, labelled with workload and
+// stamped (see podtemplate.Stamp): a template as the controller writes it
+// on any Deployment of the workload.
+func WorkloadTemplate(t corev1.PodTemplateSpec, workload string) corev1.PodTemplateSpec {
 	t = *t.DeepCopy()
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
 	}
 	t.Labels[contract.LabelWorkload] = workload
-	t = podtemplate.Stamp(t)
-	return &t
+	return podtemplate.Stamp(t)
 }
 
 // PlanRollingCommand lists the one write of a command acted on by a
