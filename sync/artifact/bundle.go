@@ -27,16 +27,24 @@ const (
 	maxBundleBytes = 256 << 10
 )
 
-// bundle is the part of a sigstore bundle the check reads.
+// bundle is the part of a sigstore bundle the check of a key's signature
+// reads; one with a certificate is keyless, and checked by sigstore-go.
 type bundle struct {
-	MediaType    string `json:"mediaType"`
+	MediaType            string `json:"mediaType"`
+	VerificationMaterial struct {
+		Certificate          json.RawMessage `json:"certificate"`
+		X509CertificateChain json.RawMessage `json:"x509CertificateChain"`
+	} `json:"verificationMaterial"`
 	DSSEEnvelope *struct {
-		Payload     string `json:"payload"`
-		PayloadType string `json:"payloadType"`
-		Signatures  []struct {
-			Sig string `json:"sig"`
-		} `json:"signatures"`
+		Payload     string          `json:"payload"`
+		PayloadType string          `json:"payloadType"`
+		Signatures  []dsseSignature `json:"signatures"`
 	} `json:"dsseEnvelope"`
+}
+
+// dsseSignature is one signature of a DSSE envelope.
+type dsseSignature struct {
+	Sig string `json:"sig"`
 }
 
 // statement is the part of an in-toto statement the check reads.
@@ -104,8 +112,9 @@ func (v *verifier) checkBundle(ctx context.Context, digest string, r ocispec.Des
 	return v.checkEnvelope(digest, layer.Digest.String(), body), nil
 }
 
-// checkEnvelope checks the DSSE envelope of bundle body (named name): ""
-// when it is signed by a trusted key and its statement names digest.
+// checkEnvelope checks bundle body (named name): "" when its DSSE
+// envelope is signed by a trusted key, or it is keyless and made by the
+// trusted identity, and its statement names digest.
 func (v *verifier) checkEnvelope(digest, name string, body []byte) string {
 	var b bundle
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -119,15 +128,11 @@ func (v *verifier) checkEnvelope(digest, name string, body []byte) string {
 	if err != nil {
 		return fmt.Sprintf("the payload of bundle %s is not base64", name)
 	}
-	signed := false
-	for _, sig := range env.Signatures {
-		raw, err := base64.StdEncoding.DecodeString(sig.Sig)
-		if err == nil && v.keys.verifies(pae(env.PayloadType, payload), raw) {
-			signed = true
-			break
+	if b.VerificationMaterial.Certificate != nil || b.VerificationMaterial.X509CertificateChain != nil {
+		if reason := v.checkKeylessBundle(name, body); reason != "" {
+			return reason
 		}
-	}
-	if !signed {
+	} else if !v.signedByKey(env.PayloadType, payload, env.Signatures) {
 		return "signed by a key the sync does not trust"
 	}
 	var st statement
@@ -143,7 +148,19 @@ func (v *verifier) checkEnvelope(digest, name string, body []byte) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("a trusted key signed another artifact in bundle %s, not this one", name)
+	return fmt.Sprintf("a trusted signer signed another artifact in bundle %s, not this one", name)
+}
+
+// signedByKey reports whether one of sigs, of a DSSE envelope of
+// payload, is by a trusted key.
+func (v *verifier) signedByKey(payloadType string, payload []byte, sigs []dsseSignature) bool {
+	for _, sig := range sigs {
+		raw, err := base64.StdEncoding.DecodeString(sig.Sig)
+		if err == nil && v.keys.verifies(pae(payloadType, payload), raw) {
+			return true
+		}
+	}
+	return false
 }
 
 // pae is DSSE's pre-authentication encoding of a payload: what its

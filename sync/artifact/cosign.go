@@ -131,7 +131,8 @@ func (v *verifier) verifyClassic(ctx context.Context, digest string) (bool, []st
 }
 
 // checkSignature checks one signature layer of artifact digest: "" when it
-// is a signature of digest by a trusted key, else why not.
+// is a signature of digest by a trusted key or keyless identity, else why
+// not.
 func (v *verifier) checkSignature(ctx context.Context, digest string, layer ocispec.Descriptor) (string, error) {
 	encoded, ok := layer.Annotations[annotationSignature]
 	switch {
@@ -155,7 +156,11 @@ func (v *verifier) checkSignature(ctx context.Context, digest string, layer ocis
 	if err != nil {
 		return "", fmt.Errorf("read signature payload %s of artifact %s: %w", layer.Digest, digest, err)
 	}
-	if !v.keys.verifies(body, sig) {
+	if _, keyless := layer.Annotations[annotationCertificate]; keyless {
+		if reason := v.checkClassicKeyless(layer.Annotations, body, sig); reason != "" {
+			return reason, nil
+		}
+	} else if !v.keys.verifies(body, sig) {
 		return "signed by a key the sync does not trust", nil
 	}
 	var p payload
@@ -166,7 +171,7 @@ func (v *verifier) checkSignature(ctx context.Context, digest string, layer ocis
 	case p.Critical.Type != simpleSigningType:
 		return fmt.Sprintf("payload %s is of type %q, not %q", layer.Digest, p.Critical.Type, simpleSigningType), nil
 	case p.Critical.Image.Digest != digest:
-		return fmt.Sprintf("a trusted key signed another artifact, %s, not this one", p.Critical.Image.Digest), nil
+		return fmt.Sprintf("a trusted signer signed another artifact, %s, not this one", p.Critical.Image.Digest), nil
 	}
 	return "", nil
 }

@@ -18,11 +18,14 @@ import (
 // pemPublicKey is the PEM type of a PKIX public key, as in cosign.pub.
 const pemPublicKey = "PUBLIC KEY"
 
-// Keys are the cosign public keys an artifact may be signed with.
+// Keys are what an artifact may be signed with: cosign public keys, and a
+// keyless identity (see WithKeyless).
 type Keys struct {
 	keys []crypto.PublicKey
 	// ids are the keys' fingerprints, for telling key sets apart.
 	ids []string
+	// keyless is the keyless identity trusted; nil: none.
+	keyless *keyless
 }
 
 // ReadKeys reads one or more PEM public keys (cosign.pub, as
@@ -81,7 +84,8 @@ func usable(key crypto.PublicKey) error {
 	return fmt.Errorf("a %T key: want ECDSA, RSA or Ed25519", key)
 }
 
-// ID tells key sets apart: the same keys, in any order, give the same ID.
+// ID tells key sets apart: the same keys, in any order, and the same
+// keyless identity give the same ID.
 func (k *Keys) ID() string {
 	if k == nil {
 		return ""
@@ -89,6 +93,9 @@ func (k *Keys) ID() string {
 	h := sha256.New()
 	for _, id := range slices.Sorted(slices.Values(k.ids)) {
 		h.Write([]byte(id))
+	}
+	if k.keyless != nil {
+		h.Write([]byte("keyless " + k.keyless.id))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }

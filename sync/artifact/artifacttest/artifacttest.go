@@ -2,7 +2,8 @@
 // artifacts to it as `flux push artifact` and `oras push` make them,
 // signed or not as `cosign sign --key` signs them: in its classic layout
 // (a sha256-<hex>.sig tag whose layer is the simple-signing payload), or
-// as cosign 3 does by default (a sigstore bundle as an OCI 1.1 referrer).
+// as cosign 3 does by default (a sigstore bundle as an OCI 1.1 referrer);
+// and keylessly, by a Sigstore instance of its own (see Sigstore).
 package artifacttest
 
 import (
@@ -181,18 +182,25 @@ func Payload(reference, digest string) []byte {
 // digest in repo, whatever the payload names.
 func (r *Registry) SignPayload(t testing.TB, repo, digest string, key *ecdsa.PrivateKey, payload []byte) {
 	t.Helper()
-	ctx := context.Background()
-	rr := r.repository(t, repo)
 	sum := sha256.Sum256(payload)
 	sig, err := ecdsa.SignASN1(rand.Reader, key, sum[:])
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.pushSignature(t, repo, digest, payload, map[string]string{annotationSignature: base64.StdEncoding.EncodeToString(sig)})
+}
+
+// pushSignature pushes payload, with annotations, as the one signature
+// of digest in repo in cosign's classic layout.
+func (r *Registry) pushSignature(t testing.TB, repo, digest string, payload []byte, annotations map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	rr := r.repository(t, repo)
 	layer, err := oras.PushBytes(ctx, rr, mediaTypeSimpleSign, payload)
 	if err != nil {
 		t.Fatalf("push the signature payload: %v", err)
 	}
-	layer.Annotations = map[string]string{annotationSignature: base64.StdEncoding.EncodeToString(sig)}
+	layer.Annotations = annotations
 	config, err := oras.PushBytes(ctx, rr, ocispec.MediaTypeImageConfig, []byte(`{"architecture":"","os":"","config":{},"rootfs":{"type":"layers","diff_ids":[]}}`))
 	if err != nil {
 		t.Fatalf("push the signature config: %v", err)
@@ -213,13 +221,7 @@ func (r *Registry) SignPayload(t testing.TB, repo, digest string, key *ecdsa.Pri
 // an OCI 1.1 referrer of the artifact.
 func (r *Registry) SignBundle(t testing.TB, repo, digest string, key *ecdsa.PrivateKey) {
 	t.Helper()
-	algo, hex, _ := strings.Cut(digest, ":")
-	statement, _ := json.Marshal(map[string]any{
-		"_type":         "https://in-toto.io/Statement/v1",
-		"subject":       []map[string]any{{"digest": map[string]string{algo: hex}}},
-		"predicateType": "https://sigstore.dev/cosign/sign/v1",
-		"predicate":     map[string]any{},
-	})
+	statement := signStatement(digest)
 	const payloadType = "application/vnd.in-toto+json"
 	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(statement), statement)
 	sum := sha256.Sum256(pae)
@@ -235,6 +237,24 @@ func (r *Registry) SignBundle(t testing.TB, repo, digest string, key *ecdsa.Priv
 		"dsseEnvelope": map[string]any{"payload": base64.StdEncoding.EncodeToString(statement), "payloadType": payloadType,
 			"signatures": []map[string]string{{"sig": base64.StdEncoding.EncodeToString(sig)}}},
 	})
+	r.pushBundle(t, repo, digest, bundle)
+}
+
+// signStatement is the in-toto statement `cosign sign` signs for digest.
+func signStatement(digest string) []byte {
+	algo, hex, _ := strings.Cut(digest, ":")
+	statement, _ := json.Marshal(map[string]any{
+		"_type":         "https://in-toto.io/Statement/v1",
+		"subject":       []map[string]any{{"digest": map[string]string{algo: hex}}},
+		"predicateType": "https://sigstore.dev/cosign/sign/v1",
+		"predicate":     map[string]any{},
+	})
+	return statement
+}
+
+// pushBundle pushes bundle as an OCI 1.1 referrer of digest in repo.
+func (r *Registry) pushBundle(t testing.TB, repo, digest string, bundle []byte) {
+	t.Helper()
 	ctx := context.Background()
 	rr := r.repository(t, repo)
 	subject, err := rr.Resolve(ctx, digest)
