@@ -21,11 +21,12 @@ import (
 // ociOptions are the flags of a sync whose manifests come from an OCI
 // artifact rather than Git (docs/oci.md).
 type ociOptions struct {
-	repository    string
-	tag, semver   string
-	digest        string
-	plainHTTP     bool
-	verifyKeyFile string
+	repository  string
+	tag, semver string
+	digest      string
+	plainHTTP   bool
+	// verify is what its artifacts must be signed with.
+	verify cosignTrust
 }
 
 func (o *ociOptions) addFlags(fs *pflag.FlagSet) {
@@ -34,14 +35,17 @@ func (o *ociOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.semver, "oci-semver", "", "follow the highest tag in this semver range (such as '>=1.2.0 <2.0.0') instead of one tag")
 	fs.StringVar(&o.digest, "oci-digest", "", "apply this digest (sha256:...) of the repository and no other")
 	fs.BoolVar(&o.plainHTTP, "oci-plain-http", false, "talk to the registry of --oci-repository over plain HTTP")
-	fs.StringVar(&o.verifyKeyFile, "oci-verify-key", "", "cosign public keys (PEM, as cosign.pub): apply only artifacts signed by one of them")
+	o.verify.prefix = "oci"
+	o.verify.addFlags(fs, "apply", "artifacts")
 }
 
 // ociFlags are the flags only an OCI source takes, and gitFlags those
 // only a Git one does: each is refused with the other source.
 func (o *sourceOptions) ociFlags() map[string]bool {
 	return map[string]bool{"--oci-tag": o.oci.tag != "", "--oci-semver": o.oci.semver != "", "--oci-digest": o.oci.digest != "",
-		"--oci-plain-http": o.oci.plainHTTP, "--oci-verify-key": o.oci.verifyKeyFile != ""}
+		"--oci-plain-http": o.oci.plainHTTP, "--oci-verify-key": o.oci.verify.keyFile != "",
+		"--oci-verify-trusted-root": o.oci.verify.rootFile != "", "--oci-verify-issuer": o.oci.verify.issuer != "",
+		"--oci-verify-identity": o.oci.verify.identity != ""}
 }
 
 func (o *sourceOptions) gitFlags() map[string]bool {
@@ -75,7 +79,7 @@ func (o *sourceOptions) isOCI() (bool, error) {
 }
 
 // artifactConfig builds the OCI source configuration from the flags: the
-// reference checked, the keys of --oci-verify-key read, the registry
+// reference checked, the keys and keyless identity of --oci-verify-* read, the registry
 // credentials of --helm-credentials-file.
 func (o *sourceOptions) artifactConfig() (artifact.Config, error) {
 	ref, err := artifact.ParseRef(o.oci.repository, o.oci.tag, o.oci.semver, o.oci.digest)
@@ -83,10 +87,8 @@ func (o *sourceOptions) artifactConfig() (artifact.Config, error) {
 		return artifact.Config{}, fmt.Errorf("--oci-repository: %w", err)
 	}
 	cfg := artifact.Config{Ref: ref, PlainHTTP: o.oci.plainHTTP, Timeout: o.gitTimeout}
-	if o.oci.verifyKeyFile != "" {
-		if cfg.Keys, err = readKeys("--oci-verify-key", o.oci.verifyKeyFile, artifact.ReadKeys); err != nil {
-			return artifact.Config{}, err
-		}
+	if cfg.Keys, err = o.oci.verify.read(); err != nil {
+		return artifact.Config{}, err
 	}
 	if o.helmCredentialsFile != "" {
 		creds, err := helm.LoadCredentials(o.helmCredentialsFile)

@@ -113,12 +113,58 @@ func TestHelmVerifyKeyFlag(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("-----BEGIN PGP PUBLIC KEY BLOCK-----\nAAAA\n-----END PGP PUBLIC KEY BLOCK-----\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := (&sourceOptions{helmVerifyKeyFile: good}).helmConfig()
+	cfg, err := (&sourceOptions{helmVerify: cosignTrust{prefix: "helm", keyFile: good}}).helmConfig()
 	if err != nil || cfg.VerifyKeys == nil || cfg.VerifyKeys.Len() != 1 {
 		t.Fatalf("a cosign key: %+v, %v", cfg.VerifyKeys, err)
 	}
-	_, err = (&sourceOptions{helmVerifyKeyFile: bad}).helmConfig()
+	_, err = (&sourceOptions{helmVerify: cosignTrust{prefix: "helm", keyFile: bad}}).helmConfig()
 	if err == nil || !strings.Contains(err.Error(), "read --helm-verify-key "+bad+": PEM block 1 is a PGP PUBLIC KEY BLOCK, not a PUBLIC KEY") {
 		t.Errorf("an OpenPGP key: %v", err)
+	}
+}
+
+// TestKeylessFlags: the keyless flags read the trusted root and the
+// identity, beside the keys or alone; one missing, or a root that does
+// not parse, is refused naming the flag.
+func TestKeylessFlags(t *testing.T) {
+	dir := t.TempDir()
+	_, pub := artifacttest.NewKey(t)
+	keyFile, rootFile, badRoot := filepath.Join(dir, "cosign.pub"), filepath.Join(dir, "trusted_root.json"), filepath.Join(dir, "bad.json")
+	for file, text := range map[string][]byte{keyFile: pub, rootFile: artifacttest.NewSigstore(t).TrustedRoot(t), badRoot: []byte("{}")} {
+		if err := os.WriteFile(file, text, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const issuer, identity = "https://token.actions.example", "https://git.example/.*"
+	keys, err := (&cosignTrust{prefix: "oci", keyFile: keyFile, rootFile: rootFile, issuer: issuer, identity: identity}).read()
+	if err != nil || keys.Len() != 1 {
+		t.Fatalf("a key and a keyless identity: %v, %v", keys, err)
+	}
+	keyOnly, _ := (&cosignTrust{prefix: "oci", keyFile: keyFile}).read()
+	if keyOnly.ID() == keys.ID() {
+		t.Error("a keyless identity does not change the keys' ID")
+	}
+	if keys, err := (&cosignTrust{prefix: "oci", rootFile: rootFile, issuer: issuer, identity: identity}).read(); err != nil || keys == nil || keys.Len() != 0 {
+		t.Errorf("a keyless identity alone: %v, %v", keys, err)
+	}
+	if keys, err := (&cosignTrust{prefix: "oci"}).read(); err != nil || keys != nil {
+		t.Errorf("no flag: %v, %v; want no keys", keys, err)
+	}
+	for _, c := range []struct {
+		flags cosignTrust
+		want  string
+	}{
+		{cosignTrust{prefix: "oci", rootFile: rootFile, issuer: issuer}, "--oci-verify-identity is required with the other keyless flags"},
+		{cosignTrust{prefix: "helm", identity: identity}, "--helm-verify-trusted-root is required with the other keyless flags"},
+		{cosignTrust{prefix: "oci", rootFile: badRoot, issuer: issuer, identity: identity}, "read --oci-verify-trusted-root " + badRoot + ": trusted root:"},
+		{cosignTrust{prefix: "oci", rootFile: rootFile, issuer: issuer, identity: "(x"}, `identity "(x" is not a regular expression`},
+	} {
+		if _, err := c.flags.read(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v; want %q", c.flags, err, c.want)
+		}
+	}
+	o := &sourceOptions{repo: "https://git.example/x", oci: ociOptions{verify: cosignTrust{issuer: issuer}}}
+	if _, err := o.isOCI(); err == nil || !strings.Contains(err.Error(), "--oci-verify-issuer goes with --oci-repository") {
+		t.Errorf("--oci-verify-issuer with a Git repository: %v", err)
 	}
 }

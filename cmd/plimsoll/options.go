@@ -68,9 +68,10 @@ type sourceOptions struct {
 	verifyKeyFile, verifySSHKeyFile string
 
 	prometheusURL, prometheusTokenFile string
-	// helmCredentialsFile is --helm-credentials-file, helmVerifyKeyFile
-	// --helm-verify-key.
-	helmCredentialsFile, helmVerifyKeyFile string
+	// helmCredentialsFile is --helm-credentials-file; helmVerify is what
+	// charts from OCI registries must be signed with (--helm-verify-*).
+	helmCredentialsFile string
+	helmVerify          cosignTrust
 	// decryption is --decryption-secret and --decryption-required.
 	decryption decryptionOptions
 	// oci are the flags of an OCI artifact source.
@@ -109,7 +110,8 @@ func (o *sourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prometheusTokenFile, "prometheus-token-file", "", "file holding a bearer token for --prometheus-url")
 	fs.StringVar(&o.helmCredentialsFile, "helm-credentials-file", "", "credentials of Helm chart repositories and OCI registries (those of charts and of --oci-repository), in the format of Docker's config.json (what helm registry login writes)")
 	o.decryption.addFlags(fs)
-	fs.StringVar(&o.helmVerifyKeyFile, "helm-verify-key", "", "cosign public keys (PEM, as cosign.pub): render only the charts from OCI registries signed by one of them")
+	o.helmVerify.prefix = "helm"
+	o.helmVerify.addFlags(fs, "render", "the charts from OCI registries")
 	o.oci.addFlags(fs)
 }
 

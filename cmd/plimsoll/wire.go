@@ -20,7 +20,6 @@ import (
 	"plimsoll.dev/plimsoll/rollout"
 	psync "plimsoll.dev/plimsoll/sync"
 	"plimsoll.dev/plimsoll/sync/apply"
-	"plimsoll.dev/plimsoll/sync/artifact"
 	"plimsoll.dev/plimsoll/sync/helm"
 	"plimsoll.dev/plimsoll/sync/inventory"
 )
@@ -185,7 +184,8 @@ func (o *sourceOptions) charts(restCfg *rest.Config, disc discovery.DiscoveryInt
 
 // helmConfig is what the chart renderers of every sync share, from the
 // flags: the archives kept under --cache-dir, the registry credentials of
-// --helm-credentials-file, the keys of --helm-verify-key.
+// --helm-credentials-file, the keys and keyless identity of
+// --helm-verify-*.
 func (o *sourceOptions) helmConfig() (helm.Config, error) {
 	cfg := helm.Config{CacheDir: o.cacheDir}
 	if o.helmCredentialsFile != "" {
@@ -195,12 +195,10 @@ func (o *sourceOptions) helmConfig() (helm.Config, error) {
 		}
 		cfg.Credentials = creds
 	}
-	if o.helmVerifyKeyFile != "" {
-		keys, err := readKeys("--helm-verify-key", o.helmVerifyKeyFile, artifact.ReadKeys)
-		if err != nil {
-			return helm.Config{}, err
-		}
-		cfg.VerifyKeys = keys
+	keys, err := o.helmVerify.read()
+	if err != nil {
+		return helm.Config{}, err
 	}
+	cfg.VerifyKeys = keys
 	return cfg, nil
 }

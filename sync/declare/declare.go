@@ -50,6 +50,11 @@ const (
 	fieldOpenPGP = "openpgp"
 	fieldSSH     = "ssh"
 	fieldCosign  = "cosign"
+	// The keyless identity an OCI artifact may be signed by: the trusted
+	// root's text, the OIDC issuer and the identity, as expressions.
+	fieldTrustedRoot = "trustedRoot"
+	fieldIssuer      = "issuer"
+	fieldIdentity    = "identity"
 
 	// MinInterval is the shortest interval a declaration may ask for: a
 	// repository polled more often than every second loads its server for
@@ -193,10 +198,16 @@ type document struct {
 }
 
 type verifyDoc struct {
-	OpenPGP string `yaml:"openpgp"`
-	SSH     string `yaml:"ssh"`
-	Cosign  string `yaml:"cosign"`
+	OpenPGP     string `yaml:"openpgp"`
+	SSH         string `yaml:"ssh"`
+	Cosign      string `yaml:"cosign"`
+	TrustedRoot string `yaml:"trustedRoot"`
+	Issuer      string `yaml:"issuer"`
+	Identity    string `yaml:"identity"`
 }
+
+// keyless reports whether any field of the keyless identity is given.
+func (v verifyDoc) keyless() bool { return v.TrustedRoot != "" || v.Issuer != "" || v.Identity != "" }
 
 // decode reads the one YAML document of sync.yaml, refusing unknown and
 // repeated fields by name before any value is read.
@@ -224,7 +235,7 @@ func decode(data []byte) (*document, error) {
 		return nil, err
 	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		nested := map[string][]string{FieldVerify: {fieldOpenPGP, fieldSSH, fieldCosign}, FieldOCI: ociFields, FieldDecryption: decryptionFields}
+		nested := map[string][]string{FieldVerify: {fieldOpenPGP, fieldSSH, fieldCosign, fieldTrustedRoot, fieldIssuer, fieldIdentity}, FieldOCI: ociFields, FieldDecryption: decryptionFields}
 		if allowed, ok := nested[top.Content[i].Value]; ok {
 			if err := knownKeys(top.Content[i+1], top.Content[i].Value+".", allowed); err != nil {
 				return nil, err
@@ -374,7 +385,37 @@ func (s *Spec) readKeys(v verifyDoc) error {
 		}
 		s.CosignKeys = k
 	}
-	s.Verify = [3]string{v.OpenPGP, v.SSH, v.Cosign}
+	cosign := v.Cosign
+	if v.keyless() {
+		if err := s.readKeyless(v); err != nil {
+			return err
+		}
+		cosign = strings.Join([]string{v.Cosign, v.TrustedRoot, v.Issuer, v.Identity}, "\x00")
+	}
+	s.Verify = [3]string{v.OpenPGP, v.SSH, cosign}
+	return nil
+}
+
+// readKeyless adds the keyless identity of v to s.CosignKeys: its three
+// fields go together.
+func (s *Spec) readKeyless(v verifyDoc) error {
+	for _, f := range []struct{ name, value string }{{fieldTrustedRoot, v.TrustedRoot}, {fieldIssuer, v.Issuer}, {fieldIdentity, v.Identity}} {
+		if f.value == "" {
+			return fieldErr(FieldVerify+"."+f.name, "is required with the other keyless fields (verify.trustedRoot, verify.issuer and verify.identity go together)")
+		}
+	}
+	k, err := s.CosignKeys.WithKeyless([]byte(v.TrustedRoot), v.Issuer, v.Identity)
+	if err != nil {
+		field := fieldTrustedRoot
+		if bad := (*artifact.KeylessError)(nil); errors.As(err, &bad) {
+			field = map[string]string{artifact.PartIssuer: fieldIssuer, artifact.PartIdentity: fieldIdentity}[bad.Part]
+			if field == "" {
+				field = fieldTrustedRoot
+			}
+		}
+		return fieldErr(FieldVerify+"."+field, "%v", err)
+	}
+	s.CosignKeys = k
 	return nil
 }
 

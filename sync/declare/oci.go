@@ -54,6 +54,9 @@ func (s *Spec) readSource(d *document) error {
 		if d.Verify.Cosign != "" {
 			return fieldErr(FieldVerify+"."+fieldCosign, "checks OCI artifacts, and repository is a Git URL: use verify.openpgp or verify.ssh")
 		}
+		if d.Verify.keyless() {
+			return fieldErr(FieldVerify+"."+fieldTrustedRoot, "with verify.issuer and verify.identity, checks OCI artifacts, and repository is a Git URL: use verify.openpgp or verify.ssh")
+		}
 		if err := source.CheckURL(d.Repository); err != nil {
 			return fieldErr(FieldRepository, "%v", err)
 		}

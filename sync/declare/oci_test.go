@@ -26,6 +26,27 @@ func TestParseOCI(t *testing.T) {
 	if git, err := Parse(declaration("team-a", minimal)); err != nil || git.OCI != nil {
 		t.Errorf("a Git declaration: %+v, %v; want no OCI reference", git, err)
 	}
+	keyless, err := Parse(declaration("team-a", "repository: oci://registry.example/a\nserviceAccount: a/b\n"+keylessVerify(t, "")))
+	if err != nil || keyless.CosignKeys == nil || keyless.CosignKeys.Len() != 0 || keyless.Verify[2] == "" {
+		t.Fatalf("a keyless identity alone: %+v, %v", keyless, err)
+	}
+	other, _ := Parse(declaration("team-a", "repository: oci://registry.example/a\nserviceAccount: a/b\n"+keylessVerify(t, "")+"  cosign: |\n    "+strings.ReplaceAll(strings.TrimSpace(string(pub)), "\n", "\n    ")+"\n"))
+	if other == nil || other.CosignKeys.Len() != 1 || other.Verify[2] == keyless.Verify[2] {
+		t.Errorf("a key beside the keyless identity: %+v; want 1 key and another Verify text", other)
+	}
+}
+
+// keylessVerify is a verify field trusting a keyless identity, without
+// the field named leave.
+func keylessVerify(t *testing.T, leave string) string {
+	root := strings.ReplaceAll(string(artifacttest.NewSigstore(t).TrustedRoot(t)), "'", "''")
+	doc := "verify:\n"
+	for _, f := range []struct{ name, value string }{{"trustedRoot", "'" + root + "'"}, {"issuer", "https://token\\.actions\\.example"}, {"identity", "https://git\\.example/team-a/.*"}} {
+		if f.name != leave {
+			doc += "  " + f.name + ": " + f.value + "\n"
+		}
+	}
+	return doc
 }
 
 func TestParseOCIRefuses(t *testing.T) {
@@ -43,6 +64,11 @@ func TestParseOCIRefuses(t *testing.T) {
 		{"tag in the URL", "repository: oci://registry.example/a:v1\nserviceAccount: a/b\n", "repository", "names a tag or digest"},
 		{"bad cosign key", oci + "verify: {cosign: not a key}\n", "verify.cosign", "no PEM public key"},
 		{"oci not a mapping", oci + "oci: v1\n", "oci", "want a mapping"},
+		{"keyless with Git", minimal + keylessVerify(t, ""), "verify.trustedRoot", "checks OCI artifacts"},
+		{"keyless without identity", oci + keylessVerify(t, "identity"), "verify.identity", "is required with the other keyless fields"},
+		{"keyless without root", oci + keylessVerify(t, "trustedRoot"), "verify.trustedRoot", "is required with the other keyless fields"},
+		{"bad trusted root", oci + "verify: {trustedRoot: '{}', issuer: a, identity: b}\n", "verify.trustedRoot", "trusted root:"},
+		{"bad identity", oci + strings.Replace(keylessVerify(t, ""), "team-a/.*", "team-a/(", 1), "verify.identity", "is not a regular expression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(declaration("team-a", tc.doc))

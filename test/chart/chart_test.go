@@ -147,9 +147,13 @@ func deployment(t *testing.T, objs []object) object {
 func TestChartLint(t *testing.T) {
 	for _, sets := range [][]string{nil, {"rbac.namespaced=true", "rbac.namespaces={team-a,team-b}"},
 		{"verify.configMap=signers", "verify.openpgpKey=keys.asc", "verify.allowedSignersKey=allowed_signers"},
+		{"verify.configMap=signers", "verify.trustedRootKey=trusted_root.json", "verify.issuer=https://issuer.example", "verify.identity=.*@example.com"},
 		{"notifications.existingSecret=notify", "notifications.slack={team-a}"},
 		{"syncs.enabled=true", "replicas=3", "syncs.serviceAccounts={team-a/deployer}",
-			"syncs.declared.team-a.repository=https://git.example/a.git", "syncs.declared.team-a.serviceAccount=team-a/deployer"}} {
+			"syncs.declared.team-a.repository=https://git.example/a.git", "syncs.declared.team-a.serviceAccount=team-a/deployer"},
+		{"syncs.enabled=true", "syncs.declared.team-b.repository=oci://registry.example/team-b", "syncs.declared.team-b.serviceAccount=team-b/deployer",
+			"syncs.declared.team-b.verify.trustedRoot=the text of trusted_root.json", "syncs.declared.team-b.verify.issuer=https://issuer.example",
+			"syncs.declared.team-b.verify.identity=.*@example.com"}} {
 		args := []string{"lint", "charts/plimsoll", "--strict", "--set", "repo.url=" + repoURL}
 		for _, s := range sets {
 			args = append(args, "--set", s)
@@ -310,13 +314,21 @@ func TestChartVerification(t *testing.T) {
 
 // TestChartOCI: with oci.repository the daemon takes its manifests from
 // an OCI artifact: the oci flags in place of --repo and --branch, the
-// cosign keys from the verify volume.
+// cosign keys and keyless trusted roots from the verify volume, with the
+// issuers and identities to trust.
 func TestChartOCI(t *testing.T) {
 	spec := deployment(t, render(t, "repo.url=", "oci.repository=oci://registry.example/team/app", "oci.semver=>=1.0.0 <2.0.0",
-		"oci.plainHTTP=true", "verify.configMap=signers", "verify.cosignKey=cosign.pub", "verify.helmCosignKey=charts.pub")).Spec.Template.Spec
+		"oci.plainHTTP=true", "verify.configMap=signers", "verify.cosignKey=cosign.pub", "verify.helmCosignKey=charts.pub",
+		"verify.trustedRootKey=trusted_root.json", "verify.issuer=https://token.actions.githubusercontent.com",
+		"verify.identity=https://github.com/team/app/.github/workflows/release.yml@refs/tags/v.*",
+		"verify.helmTrustedRootKey=charts_root.json", "verify.helmIssuer=https://accounts.google.com", "verify.helmIdentity=.*@example.com")).Spec.Template.Spec
 	args := spec.Containers[0].Args
 	for _, want := range []string{"--oci-repository=oci://registry.example/team/app", "--oci-semver=>=1.0.0 <2.0.0", "--oci-plain-http",
-		"--oci-verify-key=/etc/plimsoll/verify/cosign.pub", "--helm-verify-key=/etc/plimsoll/verify/charts.pub"} {
+		"--oci-verify-key=/etc/plimsoll/verify/cosign.pub", "--helm-verify-key=/etc/plimsoll/verify/charts.pub",
+		"--oci-verify-trusted-root=/etc/plimsoll/verify/trusted_root.json", "--oci-verify-issuer=https://token.actions.githubusercontent.com",
+		"--oci-verify-identity=https://github.com/team/app/.github/workflows/release.yml@refs/tags/v.*",
+		"--helm-verify-trusted-root=/etc/plimsoll/verify/charts_root.json", "--helm-verify-issuer=https://accounts.google.com",
+		"--helm-verify-identity=.*@example.com"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %s", args, want)
 		}
@@ -325,6 +337,37 @@ func TestChartOCI(t *testing.T) {
 		return strings.HasPrefix(a, "--repo") || strings.HasPrefix(a, "--branch") || strings.HasPrefix(a, "--oci-tag")
 	}) {
 		t.Errorf("args %q: an OCI install has no --repo, --branch or --oci-tag", args)
+	}
+}
+
+// TestChartKeylessVerbatim: an issuer or identity is a regular expression,
+// and reaches the daemon as given, backslashes and all, whatever YAML
+// would make of its characters; without keyless values, no keyless flag.
+func TestChartKeylessVerbatim(t *testing.T) {
+	issuer := `https://token\.actions\.githubusercontent\.com`
+	identity := `https://ci\.example/(a|b)/[^ #]+: "v.*"`
+	out, err := kit.Helm(t, "template", "plimsoll", "charts/plimsoll", "--namespace", "plimsoll-system", "--show-only", "templates/deployment.yaml",
+		"--set", "repo.url=", "--set", "oci.repository=oci://registry.example/team/app", "--set", "verify.secret=signers",
+		"--set", "verify.trustedRootKey=trusted_root.json", "--set-literal", "verify.issuer="+issuer, "--set-literal", "verify.identity="+identity,
+		"--set", "verify.helmTrustedRootKey=trusted_root.json", "--set-literal", "verify.helmIssuer="+issuer, "--set-literal", "verify.helmIdentity="+identity)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	var d object
+	if err := yaml.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("parse the rendered Deployment: %v\n%s", err, out)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--oci-verify-issuer=" + issuer, "--oci-verify-identity=" + identity,
+		"--helm-verify-issuer=" + issuer, "--helm-verify-identity=" + identity} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if args := deployment(t, render(t)).Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--oci-verify-") || strings.HasPrefix(a, "--helm-verify-")
+	}) {
+		t.Errorf("default values verify artifacts or charts: %v", args)
 	}
 }
 
@@ -409,10 +452,21 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{nil, "repo.url is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.secret=b", "--set", "verify.openpgpKey=k"},
 			"verify.configMap and verify.secret are both set"},
-		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"}, "verify.openpgpKey, verify.allowedSignersKey, verify.cosignKey or verify.helmCosignKey is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a"},
+			"verify.openpgpKey, verify.allowedSignersKey, verify.cosignKey, verify.helmCosignKey, verify.trustedRootKey or verify.helmTrustedRootKey is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "oci.repository=oci://registry.example/team/app"}, "repo.url and oci.repository are both set"},
 		{[]string{"--set", "oci.repository=oci://registry.example/team/app", "--set", "oci.digest=sha256:abc"}, "oci/digest"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.allowedSignersKey=allowed_signers"}, "verify.configMap or verify.secret is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.trustedRootKey=trusted_root.json", "--set", "verify.issuer=https://issuer.example",
+			"--set", "verify.identity=.*@example.com"}, "verify.configMap or verify.secret is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.helmTrustedRootKey=trusted_root.json", "--set", "verify.helmIssuer=https://issuer.example",
+			"--set", "verify.helmIdentity=.*@example.com"}, "verify.configMap or verify.secret is required"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.trustedRootKey=trusted_root.json"},
+			"verify.trustedRootKey, verify.issuer and verify.identity go together"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.issuer=https://issuer.example", "--set", "verify.identity=.*@example.com"},
+			"verify.trustedRootKey, verify.issuer and verify.identity go together"},
+		{[]string{"--set", "repo.url=" + repoURL, "--set", "verify.configMap=a", "--set", "verify.helmTrustedRootKey=trusted_root.json",
+			"--set", "verify.helmIssuer=https://issuer.example"}, "verify.helmTrustedRootKey, verify.helmIssuer and verify.helmIdentity go together"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.slack={team}"}, "notifications.existingSecret is required"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify"}, "neither notifications.webhook nor notifications.slack"},
 		{[]string{"--set", "repo.url=" + repoURL, "--set", "notifications.existingSecret=notify", "--set", "notifications.webhook={../ops}"}, "notifications/webhook/0"},

@@ -117,28 +117,91 @@ func TestOCIArtifact(t *testing.T) {
 		{"v3", nil, "carries no cosign signature"},
 		{"v4", other, "signed by a key the sync does not trust"},
 	} {
-		refused := push(c.version, c.signer, true)
-		want := "artifact " + revision.Short(refused) + " not applied (signature check failed; still running " + revision.Short(v2) + ")"
-		waitFor(t, c.version+" refused", func(ctx context.Context) (bool, error) {
-			st := s.status(t)
-			return st["plimsoll.dev/fetched-commit"] == refused && strings.Contains(st["plimsoll.dev/message"], want), nil
-		})
-		st := s.status(t)
-		if msg := st["plimsoll.dev/message"]; !strings.Contains(msg, refused) || !strings.Contains(msg, c.reason) {
-			t.Errorf("%s: status message %q, want the digest %s and %q", c.version, msg, refused, c.reason)
-		}
-		if st["plimsoll.dev/commit"] != v2 || st["plimsoll.dev/sync-status"] != "Failed" {
-			t.Errorf("%s: status commit %s, state %s; want %s still applied, Failed", c.version, st["plimsoll.dev/commit"], st["plimsoll.dev/sync-status"], v2)
-		}
-		if !slices.ContainsFunc(eventMessages(s.events(t), "SyncFailed"), func(m string) bool { return strings.Contains(m, refused) }) {
-			t.Errorf("%s: no SyncFailed Event names %s", c.version, refused)
-		}
-		checkRelease(t, s.ns, "v2")
-		dep = waitForDeployment(t, s.ns, "api", "still revision 2 Healthy", phaseIs(2, "Healthy"))
-		if got := dep.Annotations["plimsoll.dev/commit"]; got != v2 {
-			t.Errorf("%s: Deployment api commit annotation %q, want %s still", c.version, got, v2)
-		}
+		checkRefused(t, s, push(c.version, c.signer, true), v2, c.reason)
 	}
+}
+
+// checkRefused waits for the artifact refused to be refused for reason,
+// and checks that it is said in the status and a SyncFailed Event, and
+// that running, version v2, is still applied and Healthy.
+func checkRefused(t *testing.T, s *syncTarget, refused, running, reason string) {
+	t.Helper()
+	want := "artifact " + revision.Short(refused) + " not applied (signature check failed; still running " + revision.Short(running) + ")"
+	waitFor(t, revision.Short(refused)+" refused", func(ctx context.Context) (bool, error) {
+		st := s.status(t)
+		return st["plimsoll.dev/fetched-commit"] == refused && strings.Contains(st["plimsoll.dev/message"], want), nil
+	})
+	st := s.status(t)
+	if msg := st["plimsoll.dev/message"]; !strings.Contains(msg, refused) || !strings.Contains(msg, reason) {
+		t.Errorf("status message %q, want the digest %s and %q", msg, refused, reason)
+	}
+	if st["plimsoll.dev/commit"] != running || st["plimsoll.dev/sync-status"] != "Failed" {
+		t.Errorf("status commit %s, state %s; want %s still applied, Failed", st["plimsoll.dev/commit"], st["plimsoll.dev/sync-status"], running)
+	}
+	if !slices.ContainsFunc(eventMessages(s.events(t), "SyncFailed"), func(m string) bool { return strings.Contains(m, refused) }) {
+		t.Errorf("no SyncFailed Event names %s", refused)
+	}
+	checkRelease(t, s.ns, "v2")
+	dep := waitForDeployment(t, s.ns, "api", "still revision 2 Healthy", phaseIs(2, "Healthy"))
+	if got := dep.Annotations["plimsoll.dev/commit"]; got != running {
+		t.Errorf("Deployment api commit annotation %q, want %s still", got, running)
+	}
+}
+
+// TestOCIKeyless follows a tag of an OCI artifact verified keylessly, as
+// a CI's workflow signs with its OIDC identity: offline, against the
+// trusted root of a Sigstore instance of the test's own given in a file
+// (as the chart mounts it from a ConfigMap), with the issuer and identity
+// as expressions. An artifact signed in cosign's classic layout is
+// applied, then one signed as a sigstore bundle rolls the Deployment; one
+// signed by another workflow and one by another Sigstore's certificate
+// are refused naming their digest and signer, the last good one running.
+func TestOCIKeyless(t *testing.T) {
+	parallel(t)
+	reg := artifacttest.NewRegistry(t)
+	sigstore, elsewhere := artifacttest.NewSigstore(t), artifacttest.NewSigstore(t)
+	rootFile := filepath.Join(t.TempDir(), "trusted_root.json")
+	if err := os.WriteFile(rootFile, sigstore.TrustedRoot(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		issuer   = "https://token.actions.example"
+		workflow = "https://git.example/team/app/.github/workflows/release.yaml@refs/heads/main"
+	)
+	push := func(version string) string {
+		return reg.Push(t, "team/app", "stable", artifacttest.MediaTypeFluxContent, ociLayer(t, version), nil)
+	}
+	s := newSyncTarget(t)
+	s.oci = []string{"--oci-repository", reg.URL("team/app"), "--oci-tag", "stable", "--oci-plain-http",
+		"--oci-verify-trusted-root", rootFile, "--oci-verify-issuer", `https://token\.actions\.example`,
+		"--oci-verify-identity", `https://git\.example/team/app/\.github/workflows/release\.yaml@refs/heads/main`}
+	v1 := push("v1")
+	reg.SignKeyless(t, sigstore, "team/app", v1, issuer, workflow)
+	kit.StartDaemon(t, s, "--interval", "1s")
+
+	t.Log("1. signed keylessly in cosign's classic layout: applied")
+	s.waitForCommit(t, v1)
+	waitForDeployment(t, s.ns, "api", "revision 1 Healthy", phaseIs(1, "Healthy"))
+	checkRelease(t, s.ns, "v1")
+
+	t.Log("2. signed keylessly as a sigstore bundle: the Deployment rolled")
+	v2 := push("v2")
+	reg.SignBundleKeyless(t, sigstore, "team/app", v2, issuer, workflow)
+	s.waitForCommit(t, v2)
+	dep := waitForDeployment(t, s.ns, "api", "revision 2 Healthy", phaseIs(2, "Healthy"))
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example/api:v2" {
+		t.Errorf("Deployment api runs %s, want registry.example/api:v2", img)
+	}
+	checkRelease(t, s.ns, "v2")
+
+	t.Log("3. by another workflow, then by another Sigstore's certificate: each refused, v2 still running")
+	other := "https://git.example/team/app/.github/workflows/debug.yaml@refs/heads/main"
+	v3 := push("v3")
+	reg.SignBundleKeyless(t, sigstore, "team/app", v3, issuer, other)
+	checkRefused(t, s, v3, v2, "signed keylessly by "+other+" (issuer "+issuer+"), not by an identity the sync trusts")
+	v4 := push("v4")
+	reg.SignKeyless(t, elsewhere, "team/app", v4, issuer, workflow)
+	checkRefused(t, s, v4, v2, "does not verify against the trusted root")
 }
 
 // checkRelease checks the artifact's ConfigMap names version.
