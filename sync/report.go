@@ -23,8 +23,8 @@ import (
 func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, commit source.Commit, plan *apply.Plan, changes []apply.Change, pruned apply.PruneResult, charts []*manifest.ChartOutput) inventory.Status {
 	log := s.cfg.Log.With("sync", s.cfg.Name, "commit", revision.Short(commit.Hash))
 	// An object applied again that the server left as it was (its Git
-	// form holds a value the server does not store, such as a
-	// DaemonSet's minReadySeconds: 0, so it never looks in sync) is no
+	// form holds a value the server stores in another form, such as a
+	// CPU of 1000m it keeps as 1, so it does not look in sync) is no
 	// change: a poll that wrote nothing else logs nothing and records no
 	// Event.
 	written := slices.DeleteFunc(slices.Clone(changes), func(c apply.Change) bool { return c.Action == apply.ActionNone })

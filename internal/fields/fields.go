@@ -12,20 +12,18 @@ import (
 // Hold reports whether got holds every field of want with the same value:
 // maps are compared key by key (keys want lacks do not matter), lists
 // element by element and in length, numbers by value (3 and 3.0 are
-// equal), and a want of nil matches a missing field.
-func Hold(got, want any) bool { return contains(got, want) }
+// equal), and a want of nil or of a zero value matches a missing field
+// (see zero), but for labels and annotations, which the server keeps
+// when empty.
+func Hold(got, want any) bool { return contains(got, want, "") }
 
-// holds reports whether m holds key with a value that contains want; a
-// missing key holds a nil want.
-func holds(m map[string]any, key string, want any) bool {
-	got, ok := m[key]
-	if !ok {
-		return want == nil
-	}
-	return contains(got, want)
-}
+// keepsEmpty are the maps whose entries the API server stores whatever
+// their value: a label or an annotation whose value is "" is there.
+var keepsEmpty = map[string]bool{"labels": true, "annotations": true}
 
-func contains(got, want any) bool {
+// contains reports whether got holds want; key is the field want is the
+// value of ("" at the top).
+func contains(got, want any, key string) bool {
 	switch w := want.(type) {
 	case nil:
 		return got == nil
@@ -35,7 +33,10 @@ func contains(got, want any) bool {
 			return false
 		}
 		for k, wv := range w {
-			if !holds(g, k, wv) {
+			gv, ok := g[k]
+			switch {
+			case !ok && (wv == nil || zero(wv) && !keepsEmpty[key]):
+			case !ok || !contains(gv, wv, k):
 				return false
 			}
 		}
@@ -46,7 +47,7 @@ func contains(got, want any) bool {
 			return false
 		}
 		for i := range w {
-			if !contains(g[i], w[i]) {
+			if !contains(g[i], w[i], key) {
 				return false
 			}
 		}
@@ -58,6 +59,29 @@ func contains(got, want any) bool {
 		gn, gok := number(got)
 		return wok && gok && wn == gn
 	}
+}
+
+// zero reports whether want is a zero value: false, "", 0, {} or []. The
+// API server does not store a zero value of a field it omits when empty,
+// so an object applied with one never shows it: a DaemonSet applied with
+// minReadySeconds: 0 (as charts render it) has no minReadySeconds, and
+// holding it as drift would apply the object again at every sync, for
+// nothing. A field the server keeps at zero is there to compare. The
+// cost: a custom resource's zero field removed by hand is not seen as
+// drift, and most custom resources read a missing field as its zero.
+func zero(want any) bool {
+	switch w := want.(type) {
+	case bool:
+		return !w
+	case string:
+		return w == ""
+	case map[string]any:
+		return len(w) == 0
+	case []any:
+		return len(w) == 0
+	}
+	n, ok := number(want)
+	return ok && n == 0
 }
 
 // number converts the numeric types JSON decoding produces to float64.

@@ -62,6 +62,18 @@ func TestInSync(t *testing.T) {
 			want:    true,
 		},
 		{
+			name:    "a DaemonSet's minReadySeconds: 0, which the server does not store",
+			live:    "kind: DaemonSet\nspec:\n  revisionHistoryLimit: 10\n",
+			desired: "kind: DaemonSet\nspec:\n  minReadySeconds: 0\n",
+			want:    true,
+		},
+		{
+			name:    "an empty annotation removed by hand",
+			live:    "metadata:\n  annotations:\n    a: x\n",
+			desired: "metadata:\n  annotations:\n    a: x\n    b: \"\"\n",
+			want:    false,
+		},
+		{
 			name:    "status is never drift",
 			live:    "status:\n  phase: Active\n",
 			desired: "status:\n  phase: Terminating\n",
