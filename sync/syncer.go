@@ -378,7 +378,7 @@ func (s *Syncer) sync(ctx context.Context, rec *inventory.Record, head string) (
 	}
 
 	checked, refused := s.checkDeployments(ctx, objs, snap.Commit)
-	if err := errors.Join(checkAnalyses(objs), s.checkDeclarations(ctx, objs), refused); err != nil {
+	if err := errors.Join(checkAnalyses(objs), checkSetStrategies(objs), s.checkDeclarations(ctx, objs), refused); err != nil {
 		if checked != nil {
 			checked.Refuse()
 		}

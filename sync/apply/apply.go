@@ -138,7 +138,8 @@ func (a *Applier) Apply(ctx context.Context, plan *Plan, skip func(*Item) bool) 
 // failures; those handed elsewhere (skip) are dry-run as dryRunHanded
 // does. A forced item whose change touches an immutable field is marked
 // for recreation instead of failing, unless it is handed elsewhere (see
-// handedRejection).
+// handedRejection) or a StatefulSet whose selector changed (see
+// statefulSetRejection).
 func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bool) error {
 	return a.forEach(ctx, items, func(ctx context.Context, it *Item) error {
 		handed := skip != nil && skip(it)
@@ -154,12 +155,17 @@ func (a *Applier) dryRun(ctx context.Context, items []*Item, skip func(*Item) bo
 		case handed:
 			return handedRejection(it, err)
 		}
-		if isImmutable(err) && it.Object.Obj.GetAnnotations()[contract.AnnotationForce] == "true" {
-			it.Action = ActionCreate
-			it.recreate = true
-			return nil
+		forced := it.Object.Obj.GetAnnotations()[contract.AnnotationForce] == "true"
+		if isStatefulSet(it) && isStatefulSetFixed(err) {
+			if !forced || !a.forcedStatefulSet(ctx, it) {
+				return a.statefulSetRejection(ctx, it, err)
+			}
+		} else if !forced || !isImmutable(err) {
+			return Rejection(it, "dry-run", err)
 		}
-		return Rejection(it, "dry-run", err)
+		it.Action = ActionCreate
+		it.recreate = true
+		return nil
 	})
 }
 
@@ -275,11 +281,16 @@ func (a *Applier) resource(it *Item) dynamic.ResourceInterface {
 }
 
 // deleteAndWait deletes a forced object and waits until it is gone, so that
-// it can be created again with its new immutable fields.
+// it can be created again with its new immutable fields. A StatefulSet
+// goes without its pods (orphaned), which the new one adopts: they keep
+// running, and keep their volumes.
 func (a *Applier) deleteAndWait(ctx context.Context, it *Item) error {
 	client := a.resource(it)
 	name := it.Object.Obj.GetName()
 	policy := metav1.DeletePropagationBackground
+	if isStatefulSet(it) {
+		policy = metav1.DeletePropagationOrphan
+	}
 	err := client.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s to recreate it (%s): %w", it.Key(), it.Object.Origin, err)

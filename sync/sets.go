@@ -1,0 +1,34 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+
+	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/sync/manifest"
+)
+
+// whyNoBlueGreen says, by kind, why a workload of it cannot run blue-green:
+// a second color of it would have nothing of its own to run on.
+var whyNoBlueGreen = map[string]string{
+	"StatefulSet": "a StatefulSet's pods own its ordinals and their volumes, and a second color would need the same claims or start empty; use rolling or canary",
+	"DaemonSet":   "a DaemonSet runs one pod on each node, and a second color would run two on every node, each holding the node's ports and devices; use rolling or canary",
+}
+
+// checkSetStrategies refuses a StatefulSet or a DaemonSet whose strategy
+// is blue-green, naming its file, document and annotation: before
+// anything of the commit is applied.
+func checkSetStrategies(objs []manifest.Object) error {
+	var errs []error
+	for _, obj := range objs {
+		gvk := obj.Obj.GroupVersionKind()
+		why, set := whyNoBlueGreen[gvk.Kind]
+		if gvk.Group != "apps" || !set || obj.Obj.GetAnnotations()[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
+			continue
+		}
+		errs = append(errs, &manifest.Error{Origin: obj.Origin,
+			Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationStrategy),
+			Reason: fmt.Sprintf("%s %s/%s cannot be rolled out blue-green: %s", gvk.Kind, obj.Obj.GetNamespace(), obj.Obj.GetName(), why)})
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,39 @@
+package sync
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"plimsoll.dev/plimsoll/sync/manifest"
+)
+
+// TestCheckSetStrategies refuses blue-green on a StatefulSet and a
+// DaemonSet, naming the file, the document, the annotation and why; the
+// other strategies, and blue-green on a Deployment, pass.
+func TestCheckSetStrategies(t *testing.T) {
+	obj := func(kind, strategy string, doc int) manifest.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apps/v1")
+		u.SetKind(kind)
+		u.SetNamespace("team")
+		u.SetName("x")
+		if strategy != "" {
+			u.SetAnnotations(map[string]string{"plimsoll.dev/strategy": strategy})
+		}
+		return manifest.Object{Obj: u, Origin: manifest.Origin{File: "apps/" + strings.ToLower(kind) + ".yaml", Doc: doc}}
+	}
+	if err := checkSetStrategies([]manifest.Object{obj("StatefulSet", "rolling", 1), obj("DaemonSet", "canary", 1), obj("Deployment", "blue-green", 2), obj("StatefulSet", "", 1)}); err != nil {
+		t.Fatalf("rolling, canary and a Deployment's blue-green: %v", err)
+	}
+	err := checkSetStrategies([]manifest.Object{obj("StatefulSet", "blue-green", 2), obj("DaemonSet", "blue-green", 1)})
+	for _, want := range []string{
+		`apps/statefulset.yaml, document 2: field metadata.annotations["plimsoll.dev/strategy"]: StatefulSet team/x cannot be rolled out blue-green: a StatefulSet's pods own its ordinals and their volumes`,
+		`apps/daemonset.yaml, document 1: field metadata.annotations["plimsoll.dev/strategy"]: DaemonSet team/x cannot be rolled out blue-green: a DaemonSet runs one pod on each node`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v; want %q", err, want)
+		}
+	}
+}
