@@ -49,6 +49,11 @@ const (
 	// AnnotationAnalysisArgs gives the analyses' arguments,
 	// comma-separated name=value pairs ("threshold=0.01, path=/healthz").
 	AnnotationAnalysisArgs = "plimsoll.dev/analysis-args"
+	// AnnotationProgressDeadline is how long a revision of a StatefulSet
+	// or a DaemonSet may take to have every pod updated and Ready before
+	// it fails and is rolled back: a Go duration, "10m" by default (what
+	// a Deployment's progressDeadlineSeconds defaults to).
+	AnnotationProgressDeadline = "plimsoll.dev/progress-deadline"
 	// AnnotationForce, "true" on an object in Git, lets the sync delete and
 	// recreate it when a change touches an immutable field.
 	AnnotationForce = "plimsoll.dev/force"

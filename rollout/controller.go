@@ -143,6 +143,8 @@ type Controller struct {
 	synced  []cache.InformerSynced
 	started chan struct{}
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// sets queues the StatefulSets and DaemonSets, by setKey.
+	sets    workqueue.TypedRateLimitingInterface[string]
 	events  *events.Recorder
 	metrics *Metrics
 	// written, steered, labelled and mirrored remember the Deployments
@@ -210,6 +212,7 @@ func New(cfg Config) *Controller {
 		views:     map[string]view{},
 		started:   make(chan struct{}),
 		queue:     workqueue.NewTypedRateLimitingQueue(retryLimiter()),
+		sets:      workqueue.NewTypedRateLimitingQueue(retryLimiter()),
 		events:    events.New(cfg.Client, cfg.Clock, cfg.Log, Component, eventMode(cfg.Once)),
 		metrics:   cfg.Metrics,
 		written:   newRecentWrites[*appsv1.Deployment](cfg.Clock, writeMemory),
@@ -267,9 +270,15 @@ func (c *Controller) watch(cfg Config, ns string) {
 	// HorizontalPodAutoscalers carry no workload label either: few per
 	// namespace, watched whole and mapped to the Deployment they target.
 	autoscalerInformer := serviceFactory.Autoscaling().V2().HorizontalPodAutoscalers()
-	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory)
+	// StatefulSets and DaemonSets carry no workload label: those the
+	// sync applied are watched, by its label.
+	setFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, resyncPeriod, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = setSelector(cfg) }))
+	stsInformer := setFactory.Apps().V1().StatefulSets()
+	dsInformer := setFactory.Apps().V1().DaemonSets()
+	c.factories = append(c.factories, deployFactory, factory, serviceFactory, analysisFactory, setFactory)
 	setTrim(c.hand, deployInformer.Informer(), rsInformer.Informer(), podInformer.Informer(), serviceInformer.Informer(),
-		sliceInformer.Informer(), analysisInformer.Informer(), autoscalerInformer.Informer())
+		sliceInformer.Informer(), analysisInformer.Informer(), autoscalerInformer.Informer(), stsInformer.Informer(), dsInformer.Informer())
 	byWorkloadLabel := labelIndex(contract.LabelWorkload)
 	addIndexers(deployInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel, byService: steeredIndex})
 	addIndexers(rsInformer.Informer(), cache.Indexers{byWorkload: byWorkloadLabel})
@@ -278,20 +287,34 @@ func (c *Controller) watch(cfg Config, ns string) {
 	c.views[ns] = view{
 		index: indexes{deploys: deployInformer.Informer().GetIndexer(), rsets: rsInformer.Informer().GetIndexer(),
 			pods: podInformer.Informer().GetIndexer(), slices: sliceInformer.Informer().GetIndexer()},
-		deploys:     deployInformer.Lister(),
-		services:    serviceInformer.Lister(),
-		analyses:    analysisInformer.Lister(),
-		autoscalers: autoscalerInformer.Lister(),
+		deploys:      deployInformer.Lister(),
+		services:     serviceInformer.Lister(),
+		analyses:     analysisInformer.Lister(),
+		autoscalers:  autoscalerInformer.Lister(),
+		statefulSets: stsInformer.Lister(),
+		daemonSets:   dsInformer.Lister(),
 	}
 	c.synced = append(c.synced, deployInformer.Informer().HasSynced, rsInformer.Informer().HasSynced,
 		podInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced,
-		analysisInformer.Informer().HasSynced, autoscalerInformer.Informer().HasSynced)
+		analysisInformer.Informer().HasSynced, autoscalerInformer.Informer().HasSynced,
+		stsInformer.Informer().HasSynced, dsInformer.Informer().HasSynced)
 	_, _ = deployInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = rsInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = podInformer.Informer().AddEventHandler(onEvery(c.enqueueWorkload))
 	_, _ = serviceInformer.Informer().AddEventHandler(onEvery(c.enqueueServiceUsers))
 	_, _ = sliceInformer.Informer().AddEventHandler(onEvery(c.enqueueSliceUsers))
 	_, _ = autoscalerInformer.Informer().AddEventHandler(onEvery(c.enqueueAutoscaled))
+	_, _ = stsInformer.Informer().AddEventHandler(onEvery(c.enqueueSet))
+	_, _ = dsInformer.Informer().AddEventHandler(onEvery(c.enqueueSet))
+}
+
+// setSelector selects the StatefulSets and DaemonSets the controller
+// rolls: those of its sync, or of any sync.
+func setSelector(cfg Config) string {
+	if cfg.SyncName != "" {
+		return contract.LabelSync + "=" + cfg.SyncName
+	}
+	return contract.LabelSync
 }
 
 // Run starts the informers and the workers and blocks until ctx ends; then
@@ -299,6 +322,7 @@ func (c *Controller) watch(cfg Config, ns string) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.events.Shutdown()
 	defer c.queue.ShutDown()
+	defer c.sets.ShutDown()
 	for _, f := range c.factories {
 		defer f.Shutdown()
 	}
@@ -324,6 +348,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("rollout controller started", "workers", c.workers)
 	for i := 0; i < c.workers; i++ {
 		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	for i := 0; i < max(c.workers/2, 1); i++ {
+		go wait.UntilWithContext(ctx, c.workSets, time.Second)
 	}
 	<-ctx.Done()
 	return nil

@@ -31,8 +31,8 @@ func TestNamespaces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New(Config{Client: fake.NewClientset(), Namespaces: tt.namespaces})
-			if got, want := len(c.factories), 4*max(1, len(tt.namespaces)); got != want {
-				t.Errorf("%d informer factories, want %d: four per watched namespace", got, want)
+			if got, want := len(c.factories), 5*max(1, len(tt.namespaces)); got != want {
+				t.Errorf("%d informer factories, want %d: five per watched namespace", got, want)
 			}
 			err := c.checkDeployment(context.Background(), "", git(tt.deployment), nil)
 			switch {

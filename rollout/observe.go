@@ -34,6 +34,9 @@ type view struct {
 	analyses corelisters.ConfigMapLister
 	// autoscalers are the HorizontalPodAutoscalers (autoscaling/v2).
 	autoscalers autoscalinglisters.HorizontalPodAutoscalerLister
+	// statefulSets and daemonSets are those the sync applied.
+	statefulSets appslisters.StatefulSetLister
+	daemonSets   appslisters.DaemonSetLister
 }
 
 // viewOf finds the informers that hold namespace ns: its own, or those of

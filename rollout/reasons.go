@@ -33,6 +33,10 @@ const (
 	// ReasonTemplateRestored is the Event reason when the controller
 	// writes Git's template again over one changed by hand.
 	ReasonTemplateRestored = "TemplateRestored"
+	// ReasonPodReplaced is the Event reason when the controller deletes a
+	// pod of a StatefulSet's or DaemonSet's failed template that never
+	// became Ready, so that its controller creates it from the stable one.
+	ReasonPodReplaced = "PodReplaced"
 	// ReasonWriteRefused is the reason of the Warning Event a workload
 	// gets when the API server refuses a write of its rollout (see
 	// reportRefusal).

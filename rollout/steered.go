@@ -4,10 +4,13 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/podtemplate"
 )
 
 // The fields of other objects than its Deployments that the controller
@@ -27,7 +30,28 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 		keepSelectorKeys(want, live)
 	case gvk.Group == "autoscaling" && gvk.Kind == "HorizontalPodAutoscaler":
 		keepScaleTarget(want, live, blueGreen)
+	case gvk.Group == "apps" && (gvk.Kind == kindStatefulSet || gvk.Kind == kindDaemonSet):
+		keepRolledBack(want, live)
 	}
+}
+
+// keepRolledBack keeps in a desired StatefulSet or DaemonSet the template
+// it runs live when Git's is the one that failed there
+// (plimsoll.dev/failed-hash): the controller rolled it back, and applied
+// again at every sync it would fail again. A new template in Git goes
+// out.
+func keepRolledBack(want, live *unstructured.Unstructured) {
+	failed := live.GetAnnotations()[contract.AnnotationFailedHash]
+	raw, found, _ := unstructured.NestedMap(want.Object, "spec", "template")
+	liveTemplate, liveFound, _ := unstructured.NestedMap(live.Object, "spec", "template")
+	if failed == "" || !found || !liveFound {
+		return
+	}
+	var t corev1.PodTemplateSpec
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) != nil || podtemplate.Hash(t) != failed {
+		return
+	}
+	_ = unstructured.SetNestedMap(want.Object, liveTemplate, "spec", "template")
 }
 
 // keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of

@@ -3,6 +3,7 @@ package sync
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -16,19 +17,30 @@ var whyNoBlueGreen = map[string]string{
 }
 
 // checkSetStrategies refuses a StatefulSet or a DaemonSet whose strategy
-// is blue-green, naming its file, document and annotation: before
-// anything of the commit is applied.
+// is blue-green, or whose progress deadline is not a positive duration,
+// naming its file, document and annotation: before anything of the
+// commit is applied.
 func checkSetStrategies(objs []manifest.Object) error {
 	var errs []error
 	for _, obj := range objs {
 		gvk := obj.Obj.GroupVersionKind()
 		why, set := whyNoBlueGreen[gvk.Kind]
-		if gvk.Group != "apps" || !set || obj.Obj.GetAnnotations()[contract.AnnotationStrategy] != contract.StrategyBlueGreen {
+		if gvk.Group != "apps" || !set {
 			continue
 		}
-		errs = append(errs, &manifest.Error{Origin: obj.Origin,
-			Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationStrategy),
-			Reason: fmt.Sprintf("%s %s/%s cannot be rolled out blue-green: %s", gvk.Kind, obj.Obj.GetNamespace(), obj.Obj.GetName(), why)})
+		a := obj.Obj.GetAnnotations()
+		if a[contract.AnnotationStrategy] == contract.StrategyBlueGreen {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin,
+				Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationStrategy),
+				Reason: fmt.Sprintf("%s %s/%s cannot be rolled out blue-green: %s", gvk.Kind, obj.Obj.GetNamespace(), obj.Obj.GetName(), why)})
+		}
+		if v, ok := a[contract.AnnotationProgressDeadline]; ok {
+			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+				errs = append(errs, &manifest.Error{Origin: obj.Origin,
+					Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationProgressDeadline),
+					Reason: fmt.Sprintf("%q is not a positive duration (such as 10m or 90s)", v)})
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -27,10 +27,13 @@ func TestCheckSetStrategies(t *testing.T) {
 	if err := checkSetStrategies([]manifest.Object{obj("StatefulSet", "rolling", 1), obj("DaemonSet", "canary", 1), obj("Deployment", "blue-green", 2), obj("StatefulSet", "", 1)}); err != nil {
 		t.Fatalf("rolling, canary and a Deployment's blue-green: %v", err)
 	}
-	err := checkSetStrategies([]manifest.Object{obj("StatefulSet", "blue-green", 2), obj("DaemonSet", "blue-green", 1)})
+	late := obj("StatefulSet", "", 3)
+	late.Obj.SetAnnotations(map[string]string{"plimsoll.dev/progress-deadline": "ten minutes"})
+	err := checkSetStrategies([]manifest.Object{obj("StatefulSet", "blue-green", 2), obj("DaemonSet", "blue-green", 1), late})
 	for _, want := range []string{
 		`apps/statefulset.yaml, document 2: field metadata.annotations["plimsoll.dev/strategy"]: StatefulSet team/x cannot be rolled out blue-green: a StatefulSet's pods own its ordinals and their volumes`,
 		`apps/daemonset.yaml, document 1: field metadata.annotations["plimsoll.dev/strategy"]: DaemonSet team/x cannot be rolled out blue-green: a DaemonSet runs one pod on each node`,
+		`apps/statefulset.yaml, document 3: field metadata.annotations["plimsoll.dev/progress-deadline"]: "ten minutes" is not a positive duration`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v; want %q", err, want)

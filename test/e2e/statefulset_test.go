@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plimsoll.dev/plimsoll/test/internal/kit"
 )
 
 // statefulSet is StatefulSet db of 2 without volumes, with its service
@@ -148,4 +151,115 @@ func checkSettings(t *testing.T, ns, v string) {
 	if err != nil || cm.Data["v"] != v {
 		t.Errorf("ConfigMap settings: %v, %v; want v %s", cm.Data, err, v)
 	}
+}
+
+// rollingStatefulSet is StatefulSet db of 3 running image, rolled with a
+// progress deadline of 20s.
+func rollingStatefulSet(image string) string {
+	return `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+  annotations: {plimsoll.dev/progress-deadline: 20s}
+spec:
+  serviceName: db
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: ` + image + `}]
+`
+}
+
+// TestStatefulSetRollback rolls a StatefulSet of 3 through its own rolling
+// update, watched by the daemon: an image that never becomes Ready is
+// Degraded at the deadline and rolled back, its stuck pod replaced
+// without a person (Kubernetes alone leaves it, kubernetes#67250), every
+// ordinal back on the old revision and Ready, and Git's failed template
+// not applied again; a fix after it goes out.
+func TestStatefulSetRollback(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	s := newSyncTarget(t)
+	s.repo.Commit("db v1", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v1")})
+	kit.StartDaemon(t, s, "--interval", "1s")
+
+	t.Log("1. applied and Healthy at revision 1")
+	sts := waitForSet(t, s.ns, "revision 1 Healthy", setPhaseIs(1, "Healthy"))
+	stable := sts.Status.UpdateRevision
+
+	t.Log("2. an image that never pulls: Degraded at its deadline, rolled back, the stuck pod replaced")
+	s.repo.Commit("db broken", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:does-not-exist")})
+	sts = waitForSet(t, s.ns, "revision 2 Degraded, rolled back", func(sts *appsv1.StatefulSet) bool {
+		a := sts.Annotations
+		return setPhaseIs(2, "Degraded")(sts) && a["plimsoll.dev/failed-hash"] != "" && strings.Contains(a["plimsoll.dev/message"], "rolled back to template")
+	})
+	t.Logf("message: %s", sts.Annotations["plimsoll.dev/message"])
+	sts = waitForSet(t, s.ns, "every ordinal back on the stable revision and Ready", func(sts *appsv1.StatefulSet) bool {
+		st := sts.Status
+		return st.ObservedGeneration == sts.Generation && st.UpdateRevision == stable && st.CurrentRevision == stable &&
+			st.ReadyReplicas == 3 && st.UpdatedReplicas == 3
+	})
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "registry.example/db:v1" {
+		t.Errorf("StatefulSet db runs %s after the rollback, want registry.example/db:v1", img)
+	}
+	pods, err := suite.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels["controller-revision-hash"] != stable || !podReady(&p) {
+			t.Errorf("pod %s: revision %s, ready %v; want %s and Ready", p.Name, p.Labels["controller-revision-hash"], podReady(&p), stable)
+		}
+	}
+	events := setEvents(t, s.ns, "db")
+	for _, reason := range []string{"RolledBack", "PodReplaced"} {
+		if len(eventMessages(events, reason)) == 0 {
+			t.Errorf("no %s Event on StatefulSet db; %d Events", reason, len(events))
+		}
+	}
+	waitForSet(t, s.ns, "still on v1 after more polls of the failed commit", func(sts *appsv1.StatefulSet) bool {
+		return sts.Status.ObservedGeneration == sts.Generation && sts.Spec.Template.Spec.Containers[0].Image == "registry.example/db:v1" &&
+			s.status(t)["plimsoll.dev/sync-status"] == "Synced"
+	})
+
+	t.Log("3. a fix goes out: revision 3 Healthy")
+	s.repo.Commit("db v2", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v2")})
+	sts = waitForSet(t, s.ns, "revision 3 Healthy", setPhaseIs(3, "Healthy"))
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "registry.example/db:v2" || sts.Annotations["plimsoll.dev/failed-hash"] != "" {
+		t.Errorf("StatefulSet db runs %s, failed-hash %q; want v2 and no failure", img, sts.Annotations["plimsoll.dev/failed-hash"])
+	}
+}
+
+// setPhaseIs matches a StatefulSet at revision and phase.
+func setPhaseIs(revision int, phase string) func(*appsv1.StatefulSet) bool {
+	return func(sts *appsv1.StatefulSet) bool {
+		return sts.Annotations["plimsoll.dev/revision"] == fmt.Sprint(revision) && sts.Annotations["plimsoll.dev/phase"] == phase
+	}
+}
+
+// waitForSet waits until StatefulSet db of ns matches cond.
+func waitForSet(t *testing.T, ns, describe string, cond func(*appsv1.StatefulSet) bool) *appsv1.StatefulSet {
+	t.Helper()
+	var got *appsv1.StatefulSet
+	waitFor(t, "StatefulSet db: "+describe, func(ctx context.Context) (bool, error) {
+		sts, err := suite.client.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = sts
+		return cond(sts), nil
+	})
+	return got
+}
+
+// setEvents lists the Events about object name of ns.
+func setEvents(t *testing.T, ns, name string) []corev1.Event {
+	t.Helper()
+	list, err := suite.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	return list.Items
 }
