@@ -320,6 +320,13 @@ const (
 	KindHelmChart = "HelmChart"
 )
 
+// SetTemplateKey is the key of a StatefulSet's or a DaemonSet's template
+// hash among a sync record's templates (beside its Deployments', keyed
+// namespace/name): "StatefulSet/namespace/name".
+func SetTemplateKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
 // RecreateAdvice is what the error of a commit that changes an immutable
 // field of a workload's Deployment (its selector) says to do instead: the
 // sync's dry-run and the rollout controller's check say it alike.

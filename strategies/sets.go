@@ -117,12 +117,12 @@ func PlanSet(o SetObserved) SetPlan {
 		p.Status.Phase, p.Replace = PhaseDegraded, o.Progress.Observed
 	case done:
 		p.Status.Phase, p.Status.StableHash = PhaseHealthy, o.Hash
-		p.Status.Message = fmt.Sprintf("revision %d: %d/%d updated and Ready", p.Status.Revision, o.Progress.Ready, o.Progress.Desired)
+		p.Status.Message = fmt.Sprintf("%d/%d updated and Ready", o.Progress.Ready, o.Progress.Desired)
 	case !p.Since.IsZero() && o.Now.Sub(p.Since) > o.Deadline:
 		return planSetFailure(o, p, fmt.Sprintf("not every pod updated and Ready within its deadline of %s (%s)", o.Deadline, progressText(o.Progress)))
 	default:
 		p.Status.Phase = PhaseProgressing
-		p.Status.Message = fmt.Sprintf("revision %d: %s", p.Status.Revision, progressText(o.Progress))
+		p.Status.Message = progressText(o.Progress)
 	}
 	return p
 }

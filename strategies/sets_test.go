@@ -10,7 +10,7 @@ import (
 // rolling strategy, by table.
 func TestPlanSet(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	healthy := Status{Phase: PhaseHealthy, Revision: 1, Hash: "aaa", StableHash: "aaa", Message: "revision 1: 3/3 updated and Ready"}
+	healthy := Status{Phase: PhaseHealthy, Revision: 1, Hash: "aaa", StableHash: "aaa", Message: "3/3 updated and Ready"}
 	rolling := Status{Phase: PhaseProgressing, Revision: 2, Hash: "bbb", StableHash: "aaa"}
 	rolledBack := Status{Phase: PhaseDegraded, Revision: 2, Hash: "aaa", StableHash: "aaa", FailedHash: "bbb", Message: "revision 2 (template bbb) failed: x; rolled back to template aaa"}
 	done := SetProgress{Observed: true, Desired: 3, Updated: 3, Ready: 3, Done: true}
@@ -29,10 +29,10 @@ func TestPlanSet(t *testing.T) {
 	}{
 		{name: "adopted, its pods on its template: Healthy at once",
 			o:     SetObserved{Hash: "aaa", Progress: done},
-			phase: PhaseHealthy, hash: "aaa", stable: "aaa", since: now, message: "revision 1: 3/3 updated and Ready"},
+			phase: PhaseHealthy, hash: "aaa", stable: "aaa", since: now, message: "3/3 updated and Ready"},
 		{name: "a new template: Progressing from now",
 			o:     SetObserved{Hash: "bbb", Recorded: healthy, Since: now.Add(-time.Hour), Progress: stuck},
-			phase: PhaseProgressing, hash: "bbb", stable: "aaa", since: now, message: "revision 2: 1/3 updated, 2/3 Ready"},
+			phase: PhaseProgressing, hash: "bbb", stable: "aaa", since: now, message: "1/3 updated, 2/3 Ready"},
 		{name: "within its deadline",
 			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: now.Add(-9 * time.Minute), Progress: stuck},
 			phase: PhaseProgressing, hash: "bbb", stable: "aaa", since: now.Add(-9 * time.Minute)},

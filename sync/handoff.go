@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -186,15 +187,23 @@ func splitErrors(err error) []error {
 
 // templateHashes returns the template hash of each Deployment of items
 // (plimsoll.dev/template-hash, as the rollout controller computes it) by
-// namespace/name.
+// namespace/name, and of each StatefulSet and DaemonSet by
+// kind/namespace/name (see contract.SetTemplateKey).
 func templateHashes(items []*apply.Item) map[string]string {
 	hashes := map[string]string{}
 	for _, it := range items {
-		if !isDeployment(it) {
-			continue
-		}
-		if d, err := typedDeployment(it.Object); err == nil { // the check typed each already
-			hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
+		gvk := it.Object.Obj.GroupVersionKind()
+		switch {
+		case isDeployment(it):
+			if d, err := typedDeployment(it.Object); err == nil { // the check typed each already
+				hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
+			}
+		case gvk.Group == "apps" && (gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet"):
+			raw, found, _ := unstructured.NestedMap(it.Object.Obj.Object, "spec", "template")
+			var t corev1.PodTemplateSpec
+			if found && runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) == nil {
+				hashes[contract.SetTemplateKey(gvk.Kind, it.Object.Obj.GetNamespace(), it.Object.Obj.GetName())] = podtemplate.Hash(t)
+			}
 		}
 	}
 	return hashes

@@ -176,7 +176,7 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, wl := range workloads {
-		key := wl.Namespace + "/" + wl.Name
+		key := wl.key()
 		if end, ok := w.ended[key]; ok {
 			if end == EndFailed {
 				failed = append(failed, key)
@@ -217,15 +217,29 @@ func (w *waiter) look(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// workloads lists the workloads waited for, as they are now.
+// workloads lists the workloads waited for, as they are now: those of
+// Deployments, and the StatefulSets and DaemonSets of the sync or of the
+// names.
 func (w *waiter) workloads(ctx context.Context) ([]Workload, error) {
-	selector := contract.LabelWorkload
+	selector, setSelector := contract.LabelWorkload, contract.LabelSync
 	if w.cfg.All {
 		selector = contract.LabelSync + "=" + w.cfg.SyncName + "," + contract.LabelWorkload
+		setSelector = contract.LabelSync + "=" + w.cfg.SyncName
 	} else {
 		selector = fmt.Sprintf("%s in (%s)", contract.LabelWorkload, strings.Join(w.cfg.Names, ","))
 	}
-	return list(ctx, w.client, w.cfg.Namespace, selector)
+	out, err := list(ctx, w.client, w.cfg.Namespace, selector)
+	if err != nil {
+		return nil, err
+	}
+	sets, err := listSets(ctx, w.client, w.cfg.Namespace, setSelector)
+	if err != nil {
+		return nil, err
+	}
+	if !w.cfg.All {
+		sets = named(sets, w.cfg.Names)
+	}
+	return sorted(append(out, sets...)), nil
 }
 
 // syncOf reads the record of workload wl's sync (once a look) and what it
@@ -391,6 +405,10 @@ func judge(wl Workload, commit, want string, applied, settled bool) (End, string
 		return "", fmt.Sprintf("%s: %s", wl.Phase, wl.Message)
 	case revision.Names(wl.Commit, commit):
 		return EndHealthy, fmt.Sprintf("revision %d of commit %s: %s", wl.Revision, revision.Short(commit), wl.Message)
+	case wl.Commit == "":
+		// A StatefulSet or DaemonSet records no commit: its template is
+		// the commit's (want), or the commit left it as it was.
+		return EndHealthy, fmt.Sprintf("revision %d runs the template of commit %s: %s", wl.Revision, revision.Short(commit), wl.Message)
 	}
 	return EndHealthy, fmt.Sprintf("revision %d of commit %s, which commit %s left as it was: %s",
 		wl.Revision, revision.Short(wl.Commit), revision.Short(commit), wl.Message)

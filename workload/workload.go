@@ -29,6 +29,9 @@ import (
 // Workload is a workload as the annotations of its Deployments describe
 // it: what `plimsoll status` lists and the CLI's commands act on.
 type Workload struct {
+	// Kind is "" for a workload of Deployments, KindStatefulSet or
+	// KindDaemonSet for one of those, which carries its own status.
+	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Strategy is rolling, blue-green or canary, as the Deployments run.
@@ -60,10 +63,26 @@ type Workload struct {
 var ErrNotFound = errors.New("workload not found")
 
 // List reads the workloads of namespace ns ("" for every namespace) from
-// the Deployments labelled plimsoll.dev/workload, sorted by namespace and
-// name.
+// the Deployments labelled plimsoll.dev/workload, and the StatefulSets
+// and DaemonSets a sync applied, sorted by namespace and name.
 func List(ctx context.Context, client kubernetes.Interface, ns string) ([]Workload, error) {
-	return list(ctx, client, ns, contract.LabelWorkload)
+	out, err := list(ctx, client, ns, contract.LabelWorkload)
+	if err != nil {
+		return nil, err
+	}
+	sets, err := listSets(ctx, client, ns, contract.LabelSync)
+	if err != nil {
+		return nil, err
+	}
+	return sorted(append(out, sets...)), nil
+}
+
+// sorted sorts workloads by namespace, name and kind.
+func sorted(ws []Workload) []Workload {
+	slices.SortFunc(ws, func(a, b Workload) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
+	})
+	return ws
 }
 
 // list reads the workloads of the Deployments of namespace ns that
@@ -86,10 +105,7 @@ func list(ctx context.Context, client kubernetes.Interface, ns, selector string)
 			out = append(out, w)
 		}
 	}
-	slices.SortFunc(out, func(a, b Workload) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return out, nil
+	return sorted(out), nil
 }
 
 // Get reads workload name of namespace ns; an error wrapping ErrNotFound

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"plimsoll.dev/plimsoll/contract"
 	"plimsoll.dev/plimsoll/rollout"
 	"plimsoll.dev/plimsoll/strategies"
 )
@@ -121,6 +122,9 @@ func waitForRollouts(ctx context.Context, rollouts *rollout.Controller, out io.W
 		var rolling, degraded []string
 		for _, o := range outcomes {
 			key := o.Namespace + "/" + o.Name
+			if o.Kind != "" {
+				key = contract.SetTemplateKey(o.Kind, o.Namespace, o.Name)
+			}
 			switch {
 			case !o.Ended:
 				rolling = append(rolling, key)
