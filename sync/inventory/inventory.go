@@ -34,7 +34,9 @@ const (
 
 	// DataTemplates is the data key of the pod templates of the commit
 	// applied (contract.AnnotationCommit): one Git Deployment a line,
-	// "<namespace> <name> <template hash>", sorted. A wait for that
+	// "<namespace> <name> <template hash>", sorted, and one StatefulSet
+	// or DaemonSet "<kind> <namespace>/<name> <template hash>" (its key,
+	// contract.SetTemplateKey, cut at its first slash). A wait for that
 	// commit compares them with each workload's plimsoll.dev/template-hash
 	// to tell a revision not started yet from a template the commit left
 	// as it was.

@@ -86,14 +86,15 @@ func TestSaveSkipsUnchangedRecord(t *testing.T) {
 }
 
 // TestSaveTemplates keeps the commit's template hashes in the record:
-// saved as sorted lines and loaded back; a record saved without them
+// saved as sorted lines and loaded back, a StatefulSet's by its kind too;
+// a record saved without them
 // keeps the stored ones; an empty set removes them.
 func TestSaveTemplates(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	store := NewStore(client, "plimsoll", "default")
 	rec := Record{Status: Status{State: contract.SyncSynced, Commit: "abc"}, Inventory: Inventory{},
-		Templates: map[string]string{"shop/web": "4ca1c2c2eb", "default/api": "759b78795a"}}
+		Templates: map[string]string{"shop/web": "4ca1c2c2eb", "default/api": "759b78795a", "StatefulSet/shop/db": "8e9cc1791e"}}
 	if _, err := store.Save(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestSaveTemplates(t *testing.T) {
 		}
 		return cm.Data[DataTemplates]
 	}
-	if got, want := data(), "default api 759b78795a\nshop web 4ca1c2c2eb\n"; got != want {
+	if got, want := data(), "StatefulSet shop/db 8e9cc1791e\ndefault api 759b78795a\nshop web 4ca1c2c2eb\n"; got != want {
 		t.Errorf("data %s = %q, want %q", DataTemplates, got, want)
 	}
 	got, err := store.Load(ctx)
