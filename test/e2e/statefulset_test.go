@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"plimsoll.dev/plimsoll/test/internal/kit"
 )
@@ -262,4 +263,34 @@ func setEvents(t *testing.T, ns, name string) []corev1.Event {
 		t.Fatalf("list events: %v", err)
 	}
 	return list.Items
+}
+
+// TestStatefulSetAdopted: a StatefulSet created by kubectl, then
+// committed to Git as it is, is taken over without a pod restarted, and
+// rolled from then on: Healthy at revision 1.
+func TestStatefulSetAdopted(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	s := newSyncTarget(t)
+	var sts appsv1.StatefulSet
+	if err := yaml.Unmarshal([]byte(rollingStatefulSet("registry.example/db:v1")), &sts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := suite.client.AppsV1().StatefulSets(s.ns).Create(ctx, &sts, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitForStatefulSetPods(t, s.ns, 3)
+
+	s.repo.Commit("db in Git", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v1")})
+	if out, code := s.syncOnce(t, "--wait", "--timeout", "2m"); code != 0 || !strings.Contains(out, "StatefulSet/"+s.ns+"/db Healthy") {
+		t.Fatalf("sync --once --wait of the adopted StatefulSet: exit %d:\n%s", code, out)
+	}
+	got := waitForSet(t, s.ns, "revision 1 Healthy", setPhaseIs(1, "Healthy"))
+	after := waitForStatefulSetPods(t, s.ns, 3)
+	if got.UID != before.owner || !maps.Equal(after.uids, before.uids) {
+		t.Errorf("after the takeover: StatefulSet %s (was %s), pods %v (were %v); want the same, none restarted", got.UID, before.owner, after.uids, before.uids)
+	}
+	if got.Labels["plimsoll.dev/sync"] != s.ns {
+		t.Errorf("StatefulSet db labels %v, want plimsoll.dev/sync=%s", got.Labels, s.ns)
+	}
 }
