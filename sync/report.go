@@ -30,6 +30,10 @@ func (s *Syncer) synced(ctx context.Context, prev, fetched inventory.Status, com
 	written := slices.DeleteFunc(slices.Clone(changes), func(c apply.Change) bool { return c.Action == apply.ActionNone })
 	for _, c := range written {
 		log.Info("applied", "object", c.Key.String(), "action", string(c.Action), "origin", c.Item.Object.Origin.String())
+		if c.Item.TemplateRestored && c.Item.Live != nil {
+			s.cfg.Events.Event(ctx, c.Item.Live, corev1.EventTypeNormal, ReasonTemplateRestored,
+				fmt.Sprintf("pod template changed outside Git (kubectl rollout undo, kubectl set image) put back as commit %s has it", revision.Short(commit.Hash)))
+		}
 	}
 	for _, key := range pruned.Deleted {
 		log.Info("pruned", "object", key.String())

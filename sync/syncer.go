@@ -42,6 +42,11 @@ const (
 	// ReasonRewindAccepted is the Event reason of a held rewind that a
 	// person accepted, recorded as the sync goes on to apply it.
 	ReasonRewindAccepted = "RewindAccepted"
+	// ReasonTemplateRestored is the Event reason, on the object, of a pod
+	// template changed outside Git that the sync applied again: a
+	// StatefulSet's or a DaemonSet's (a Deployment's is the rollout
+	// controller's to restore, with the same reason).
+	ReasonTemplateRestored = "TemplateRestored"
 
 	// waitsNamed is how many waiting prunes the status message names; it
 	// counts the others, so that the one-line message stays short when a

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/internal/fields"
 	"plimsoll.dev/plimsoll/internal/takeover"
 	"plimsoll.dev/plimsoll/sync/inventory"
 	"plimsoll.dev/plimsoll/sync/manifest"
@@ -142,6 +143,10 @@ type Item struct {
 	// same commit); such an item is mapped again after the CRDs are applied.
 	Mapping *meta.RESTMapping
 	Action  Action
+	// TemplateRestored reports a restore (ActionRestore) of an object
+	// whose pod template (spec.template) drifted from Git's: a
+	// StatefulSet's after `kubectl rollout undo`, say.
+	TemplateRestored bool
 
 	// recreate is set by the dry-run when a forced object must be deleted
 	// and created again to change an immutable field.
@@ -307,6 +312,9 @@ func (a *Applier) decide(it *Item, inv inventory.Inventory) error {
 		it.Action = ActionUpdate
 	case !InSync(it.Live.Object, it.Object.Obj.Object), it.takeOver != nil:
 		it.Action = ActionRestore
+		want, ok, _ := unstructured.NestedFieldNoCopy(it.Object.Obj.Object, "spec", "template")
+		live, _, _ := unstructured.NestedFieldNoCopy(it.Live.Object, "spec", "template")
+		it.TemplateRestored = ok && !fields.Hold(live, want)
 	default:
 		it.Action = ActionNone
 	}

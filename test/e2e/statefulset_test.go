@@ -294,3 +294,29 @@ func TestStatefulSetAdopted(t *testing.T) {
 		t.Errorf("StatefulSet db labels %v, want plimsoll.dev/sync=%s", got.Labels, s.ns)
 	}
 }
+
+// TestStatefulSetUndoRestored: `kubectl rollout undo statefulset` puts
+// the previous template back by hand; the daemon applies Git's again,
+// with an Event on the StatefulSet saying so.
+func TestStatefulSetUndoRestored(t *testing.T) {
+	parallel(t)
+	s := newSyncTarget(t)
+	s.repo.Commit("db v1", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v1")})
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForSet(t, s.ns, "revision 1 Healthy", setPhaseIs(1, "Healthy"))
+	s.repo.Commit("db v2", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v2")})
+	waitForSet(t, s.ns, "revision 2 Healthy", setPhaseIs(2, "Healthy"))
+
+	if out, err := runKubectl("", "-n", s.ns, "rollout", "undo", "statefulset/db"); err != nil {
+		t.Fatalf("kubectl rollout undo: %v\n%s", err, out)
+	}
+	sts := waitForSet(t, s.ns, "Git's template again, Healthy", func(sts *appsv1.StatefulSet) bool {
+		return sts.Spec.Template.Spec.Containers[0].Image == "registry.example/db:v2" && sts.Annotations["plimsoll.dev/phase"] == "Healthy" &&
+			sts.Status.UpdatedReplicas == 3 && sts.Status.ReadyReplicas == 3 && sts.Status.ObservedGeneration == sts.Generation
+	})
+	if msgs := eventMessages(setEvents(t, s.ns, "db"), "TemplateRestored"); len(msgs) == 0 {
+		t.Errorf("no TemplateRestored Event on StatefulSet db (generation %d)", sts.Generation)
+	} else {
+		t.Logf("TemplateRestored: %s", msgs[0])
+	}
+}
