@@ -94,9 +94,11 @@ type Notification struct {
 	// Namespace is the workload's namespace, or the namespace of the
 	// sync's record.
 	Namespace string `json:"namespace"`
-	// Workload and Strategy are set for a rollout.
-	Workload string `json:"workload,omitempty"`
-	Strategy string `json:"strategy,omitempty"`
+	// Workload and Strategy are set for a rollout; WorkloadKind too, for
+	// a StatefulSet's or a DaemonSet's ("" for a workload of Deployments).
+	Workload     string `json:"workload,omitempty"`
+	WorkloadKind string `json:"workloadKind,omitempty"`
+	Strategy     string `json:"strategy,omitempty"`
 	// Sync is the sync's name, set for a sync.
 	Sync string `json:"sync,omitempty"`
 	// Phase is a rollout's new phase: Progressing, Paused, Healthy,

@@ -51,7 +51,7 @@ func (n *Rollouts) Notify(r rollout.StatusReport) {
 	if r.Status.Phase == "" {
 		return
 	}
-	key := r.Namespace + "/" + r.Workload
+	key := r.Kind + "/" + r.Namespace + "/" + r.Workload
 	now := phaseAt{revision: r.Status.Revision, phase: r.Status.Phase}
 	n.mu.Lock()
 	last, known := n.last[key]
@@ -71,7 +71,7 @@ func (n *Rollouts) Notify(r rollout.StatusReport) {
 		severity = SeverityError
 	}
 	n.send(Notification{
-		Kind: KindRollout, Severity: severity, Namespace: r.Namespace, Workload: r.Workload, Strategy: r.Strategy,
+		Kind: KindRollout, Severity: severity, Namespace: r.Namespace, Workload: r.Workload, WorkloadKind: r.Kind, Strategy: r.Strategy,
 		Phase: phase, Revision: r.Status.Revision, TemplateHash: r.Status.Hash, Commit: r.Status.Commit,
 		Message: r.Status.Message, Time: n.clock.Now().UTC(),
 	})

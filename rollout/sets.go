@@ -259,17 +259,32 @@ func (c *Controller) writeSetStatus(ctx context.Context, client kubernetes.Inter
 	if err := c.patchSet(ctx, client, s, types.MergePatchType, body); err != nil {
 		return fmt.Errorf("write the status of %s %s/%s: %w", s.kind, s.meta.GetNamespace(), s.meta.GetName(), err)
 	}
-	c.log.Info("status", "kind", s.kind, "object", s.meta.GetNamespace()+"/"+s.meta.GetName(), "phase", string(plan.Status.Phase),
-		"revision", plan.Status.Revision, "message", plan.Status.Message)
+	c.reportSet(ctx, s, plan)
+	return nil
+}
+
+// reportSet tells of a status written on a set as report does of a
+// Deployment's: a log line, the metrics, one Event for the change
+// (RolledBack, RolloutFailed or PhaseChanged), then the notifier.
+func (c *Controller) reportSet(ctx context.Context, s *set, plan strategies.SetPlan) {
+	recorded, _ := strategies.ReadStatus(s.meta.GetAnnotations())
+	ns, name, status := s.meta.GetNamespace(), s.meta.GetName(), plan.Status
+	c.log.Info("workload status", "kind", s.kind, "workload", ns+"/"+name, "strategy", contract.StrategyRolling,
+		"revision", status.Revision, "phase", string(status.Phase), "message", status.Message)
+	c.metrics.observe(ns, name, contract.StrategyRolling, status, c.clock.Now())
 	switch {
 	case plan.Failed && plan.Rollback:
-		c.events.Event(ctx, s.obj, corev1.EventTypeWarning, ReasonRolledBack, plan.Status.Message)
+		c.metrics.rolledBack(contract.StrategyRolling)
+		c.events.Event(ctx, s.obj, corev1.EventTypeWarning, ReasonRolledBack, status.Message)
 	case plan.Failed:
-		c.events.Event(ctx, s.obj, corev1.EventTypeWarning, ReasonRolloutFailed, plan.Status.Message)
-	case live[contract.AnnotationPhase] != string(plan.Status.Phase):
-		c.events.Event(ctx, s.obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", plan.Status.Phase, plan.Status.Message))
+		c.events.Event(ctx, s.obj, corev1.EventTypeWarning, ReasonRolloutFailed, status.Message)
+	case status.Phase != recorded.Phase:
+		c.events.Event(ctx, s.obj, corev1.EventTypeNormal, ReasonPhase, fmt.Sprintf("%s: %s", status.Phase, status.Message))
 	}
-	return nil
+	if c.notifier != nil {
+		c.notifier.Notify(StatusReport{Namespace: ns, Workload: name, Kind: s.kind, Strategy: contract.StrategyRolling,
+			Recorded: recorded, Status: status, RolledBack: plan.Failed && plan.Rollback})
+	}
 }
 
 // patchSet patches the set as the rollout controller.
