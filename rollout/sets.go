@@ -210,7 +210,7 @@ func (c *Controller) reconcileSet(ctx context.Context, s *set) (time.Duration, e
 			return 0, err
 		}
 	}
-	if err := c.writeSetStatus(ctx, client, s, plan); err != nil {
+	if err := c.writeSetStatus(ctx, s, plan); err != nil {
 		return 0, err
 	}
 	if plan.Replace {
@@ -237,7 +237,7 @@ func setDeadline(a map[string]string) time.Duration {
 // writeSetStatus records plan's status and since on the set, in one merge
 // patch of its annotations, when they differ from what it holds; with the
 // Events of what changed.
-func (c *Controller) writeSetStatus(ctx context.Context, client kubernetes.Interface, s *set, plan strategies.SetPlan) error {
+func (c *Controller) writeSetStatus(ctx context.Context, s *set, plan strategies.SetPlan) error {
 	live := s.meta.GetAnnotations()
 	want := plan.Status.Annotations()
 	if !plan.Since.IsZero() {
@@ -256,7 +256,9 @@ func (c *Controller) writeSetStatus(ctx context.Context, client kubernetes.Inter
 		return nil
 	}
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if err := c.patchSet(ctx, client, s, types.MergePatchType, body); err != nil {
+	// The status is the daemon's bookkeeping, written to the status
+	// subresource as a Deployment's is (docs/syncs.md).
+	if err := c.patchSet(ctx, c.client, s, types.MergePatchType, body, statusSubresource); err != nil {
 		return fmt.Errorf("write the status of %s %s/%s: %w", s.kind, s.meta.GetNamespace(), s.meta.GetName(), err)
 	}
 	c.reportSet(ctx, s, plan)
@@ -287,15 +289,16 @@ func (c *Controller) reportSet(ctx context.Context, s *set, plan strategies.SetP
 	}
 }
 
-// patchSet patches the set as the rollout controller.
-func (c *Controller) patchSet(ctx context.Context, client kubernetes.Interface, s *set, pt types.PatchType, body []byte) error {
+// patchSet patches the set (or its subresources) as the rollout
+// controller.
+func (c *Controller) patchSet(ctx context.Context, client kubernetes.Interface, s *set, pt types.PatchType, body []byte, subresources ...string) error {
 	ns, name, opts := s.meta.GetNamespace(), s.meta.GetName(), metav1.PatchOptions{FieldManager: FieldManager}
 	var err error
 	switch s.kind {
 	case kindStatefulSet:
-		_, err = client.AppsV1().StatefulSets(ns).Patch(ctx, name, pt, body, opts)
+		_, err = client.AppsV1().StatefulSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
 	case kindDaemonSet:
-		_, err = client.AppsV1().DaemonSets(ns).Patch(ctx, name, pt, body, opts)
+		_, err = client.AppsV1().DaemonSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
 	}
 	return err
 }

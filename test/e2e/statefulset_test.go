@@ -12,6 +12,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -319,4 +321,96 @@ func TestStatefulSetUndoRestored(t *testing.T) {
 	} else {
 		t.Logf("TemplateRestored: %s", msgs[0])
 	}
+}
+
+// claimedStatefulSet is StatefulSet db of 3 at image, each pod with a
+// claim of storage class class, rolled with a progress deadline of 20s.
+func claimedStatefulSet(image, class string) string {
+	return rollingStatefulSet(image) + `  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: ` + class + `
+      resources: {requests: {storage: 1Gi}}
+`
+}
+
+// TestStatefulSetKeepsClaims: a StatefulSet whose pods hold claims
+// (bound to volumes provisioned statically, as a cluster without a
+// provisioner does) keeps each ordinal's claim through a failed revision
+// and its rollback: the same claims, bound to the same volumes, mounted
+// by the ordinals' new pods.
+func TestStatefulSetKeepsClaims(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	s := newSyncTarget(t)
+	class := s.ns + "-manual"
+	immediate := storagev1.VolumeBindingImmediate
+	if _, err := suite.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &immediate}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = suite.client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
+	for i := range 3 {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName(class, i)}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:         corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: class, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + pvName(class, i)}}}}
+		if _, err := suite.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = suite.client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		})
+	}
+	s.repo.Commit("db v1", map[string]string{"db.yaml": claimedStatefulSet("registry.example/db:v1", class)})
+	kit.StartDaemon(t, s, "--interval", "1s")
+	waitForSet(t, s.ns, "revision 1 Healthy", setPhaseIs(1, "Healthy"))
+	before := claims(t, s.ns)
+	if len(before) != 3 {
+		t.Fatalf("claims %v, want data-db-0..2 bound", before)
+	}
+
+	s.repo.Commit("db broken", map[string]string{"db.yaml": claimedStatefulSet("registry.example/db:does-not-exist", class)})
+	waitForSet(t, s.ns, "revision 2 Degraded, rolled back", func(sts *appsv1.StatefulSet) bool {
+		return setPhaseIs(2, "Degraded")(sts) && strings.Contains(sts.Annotations["plimsoll.dev/message"], "rolled back to template")
+	})
+	waitForStatefulSetPods(t, s.ns, 3)
+	if after := claims(t, s.ns); !maps.Equal(after, before) {
+		t.Errorf("claims after the rollback %v, want the same %v", after, before)
+	}
+	pods, err := suite.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		mounted := slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "data-"+p.Name
+		})
+		if !mounted {
+			t.Errorf("pod %s does not mount its claim data-%s", p.Name, p.Name)
+		}
+	}
+}
+
+// pvName is the name of volume i of class.
+func pvName(class string, i int) string { return fmt.Sprintf("%s-%d", class, i) }
+
+// claims are the bound claims of ns: their UID and volume, by name.
+func claims(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	list, err := suite.client.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range list.Items {
+		if c.Status.Phase == corev1.ClaimBound {
+			out[c.Name] = string(c.UID) + " on " + c.Spec.VolumeName
+		}
+	}
+	return out
 }
