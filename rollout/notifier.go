@@ -16,8 +16,8 @@ type StatusReport struct {
 	Namespace, Workload, Strategy string
 	// Kind is "" for a workload of Deployments, StatefulSet or DaemonSet
 	// for one of those.
-	Kind string
-	Recorded, Status              strategies.Status
+	Kind             string
+	Recorded, Status strategies.Status
 	// RolledBack is set when the write rolled a failed revision back on
 	// its own (Status is then Degraded).
 	RolledBack bool
