@@ -143,10 +143,12 @@ type Controller struct {
 	synced  []cache.InformerSynced
 	started chan struct{}
 	queue   workqueue.TypedRateLimitingInterface[string]
-	// sets queues the StatefulSets and DaemonSets, by setKey.
-	sets    workqueue.TypedRateLimitingInterface[string]
-	events  *events.Recorder
-	metrics *Metrics
+	// sets queues the StatefulSets and DaemonSets, by setKey, and
+	// setCommits knows which commit gave each its template.
+	sets       workqueue.TypedRateLimitingInterface[string]
+	setCommits setCommits
+	events     *events.Recorder
+	metrics    *Metrics
 	// written, steered, labelled and mirrored remember the Deployments
 	// this controller wrote, the Services whose selectors it patched, the
 	// pods it labelled and the ReplicaSets it copied a status to, until

@@ -73,8 +73,12 @@ type refusal struct {
 	err error
 }
 
-// Steered keeps the fields the controller steers (see steered).
+// Steered keeps the fields the controller steers (see steered), and
+// notes the commit that gives a StatefulSet or DaemonSet its template.
 func (h *commitHandoff) Steered(want, live *unstructured.Unstructured) {
+	if kind, hash, ok := setTemplate(want); ok {
+		h.c.setCommits.note(setKey(kind, want.GetNamespace(), want.GetName()), hash, h.in.Commit)
+	}
 	steered(want, live, h.blueGreen)
 }
 

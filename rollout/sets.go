@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,6 +56,46 @@ type set struct {
 // setKey is the queue key of a set: "StatefulSet/namespace/name".
 func setKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
+// setCommits remembers, by set key, the template hash Git gave each set
+// and the commit it came from, as the syncs' plans see them (see
+// commitHandoff.Steered): what plimsoll.dev/commit records when the set
+// starts rolling that template.
+type setCommits struct {
+	mu sync.Mutex
+	m  map[string]setCommit
+}
+
+// setCommit is a template hash and its commit.
+type setCommit struct{ hash, commit string }
+
+// note records that commit gives set key the template of hash.
+func (s *setCommits) note(key, hash, commit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]setCommit{}
+	}
+	s.m[key] = setCommit{hash: hash, commit: commit}
+}
+
+// commitOf is the commit that gave set key the template of hash, "" when
+// none noted did.
+func (s *setCommits) commitOf(key, hash string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.m[key]; ok && c.hash == hash {
+		return c.commit
+	}
+	return ""
+}
+
+// forget drops what was noted of set key, which is gone.
+func (s *setCommits) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
 // enqueueSet queues a StatefulSet or DaemonSet the sync applied.
 func (c *Controller) enqueueSet(obj any) {
 	if c.once.Load() {
@@ -88,6 +129,9 @@ func (c *Controller) processNextSet(ctx context.Context) bool {
 		return true
 	}
 	s, err := c.readSet(key)
+	if s == nil && err == nil {
+		c.setCommits.forget(key)
+	}
 	if err != nil || s == nil || s.manual {
 		c.sets.Forget(key)
 		return true
@@ -190,7 +234,9 @@ func (c *Controller) reconcileSet(ctx context.Context, s *set) (time.Duration, e
 		recorded = strategies.Status{}
 	}
 	since, _ := time.Parse(time.RFC3339, a[contract.AnnotationStepSince])
-	o := strategies.SetObserved{Kind: s.kind, Hash: podtemplate.Hash(s.template), Recorded: recorded, Since: since,
+	hash := podtemplate.Hash(s.template)
+	o := strategies.SetObserved{Kind: s.kind, Hash: hash, Commit: c.setCommits.commitOf(setKey(s.kind, s.meta.GetNamespace(), s.meta.GetName()), hash),
+		Recorded: recorded, Since: since,
 		Progress: s.progress, Deadline: setDeadline(a), AutoRollback: a[contract.AnnotationAutoRollback] != "false",
 		StableKept: true, Now: c.clock.Now()}
 	plan := strategies.PlanSet(o)

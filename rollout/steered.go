@@ -42,16 +42,26 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 // out.
 func keepRolledBack(want, live *unstructured.Unstructured) {
 	failed := live.GetAnnotations()[contract.AnnotationFailedHash]
-	raw, found, _ := unstructured.NestedMap(want.Object, "spec", "template")
 	liveTemplate, liveFound, _ := unstructured.NestedMap(live.Object, "spec", "template")
-	if failed == "" || !found || !liveFound {
-		return
-	}
-	var t corev1.PodTemplateSpec
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) != nil || podtemplate.Hash(t) != failed {
+	if _, hash, ok := setTemplate(want); !ok || !liveFound || failed == "" || hash != failed {
 		return
 	}
 	_ = unstructured.SetNestedMap(want.Object, liveTemplate, "spec", "template")
+}
+
+// setTemplate is the kind and template hash of obj when it is a
+// StatefulSet or a DaemonSet with a template that reads.
+func setTemplate(obj *unstructured.Unstructured) (kind, hash string, ok bool) {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "apps" || (gvk.Kind != kindStatefulSet && gvk.Kind != kindDaemonSet) {
+		return "", "", false
+	}
+	raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "template")
+	var t corev1.PodTemplateSpec
+	if !found || runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) != nil {
+		return "", "", false
+	}
+	return gvk.Kind, podtemplate.Hash(t), true
 }
 
 // keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of

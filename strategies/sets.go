@@ -18,8 +18,10 @@ const DefaultSetDeadline = 10 * time.Minute
 type SetObserved struct {
 	// Kind is "StatefulSet" or "DaemonSet", for messages.
 	Kind string
-	// Hash is the template hash of its live template.
-	Hash string
+	// Hash is the template hash of its live template, and Commit the
+	// commit the sync applied that template from ("" when unknown: one
+	// applied before the controller started, or by kubectl).
+	Hash, Commit string
 	// Recorded is the status plimsoll wrote on it, and Since when the
 	// revision it records started (plimsoll.dev/step-since; zero: unknown).
 	Recorded Status
@@ -95,7 +97,7 @@ func PlanSet(o SetObserved) SetPlan {
 		if o.Hash == rec.FailedHash {
 			return planSetFailure(o, p, fmt.Sprintf("template %s failed before", o.Hash))
 		}
-		p.Status.Hash, p.Status.Revision, p.Since = o.Hash, rec.Revision+1, o.Now
+		p.Status.Hash, p.Status.Revision, p.Status.Commit, p.Since = o.Hash, rec.Revision+1, o.Commit, o.Now
 		if o.Hash != rec.StableHash {
 			p.Status.FailedHash = "" // Git moved on from the failed template
 		}

@@ -26,6 +26,7 @@ func TestPlanSet(t *testing.T) {
 		rollback bool
 		replace  bool
 		message  string
+		commit   string
 	}{
 		{name: "adopted, its pods on its template: Healthy at once",
 			o:     SetObserved{Hash: "aaa", Progress: done},
@@ -61,6 +62,9 @@ func TestPlanSet(t *testing.T) {
 		{name: "the failed template again (kubectl): rolled back at once",
 			o:     SetObserved{Hash: "bbb", Recorded: rolledBack, Since: now.Add(-time.Hour), Progress: stuck, StableKept: true},
 			phase: PhaseDegraded, hash: "aaa", stable: "aaa", failed: "bbb", since: now, rollback: true, message: "template bbb failed before; rolled back to template aaa"},
+		{name: "a new template with its commit",
+			o:     SetObserved{Hash: "bbb", Commit: "c0ffee", Recorded: healthy, Since: now.Add(-time.Hour), Progress: stuck},
+			phase: PhaseProgressing, hash: "bbb", stable: "aaa", since: now, commit: "c0ffee"},
 		{name: "a fix from Git: the failure forgotten, Progressing",
 			o:     SetObserved{Hash: "ccc", Recorded: rolledBack, Since: now.Add(-time.Hour), Progress: stuck},
 			phase: PhaseProgressing, hash: "ccc", stable: "aaa", since: now},
@@ -74,11 +78,11 @@ func TestPlanSet(t *testing.T) {
 			p := PlanSet(o)
 			st := p.Status
 			if st.Phase != c.phase || st.Hash != c.hash || st.StableHash != c.stable || st.FailedHash != c.failed || !p.Since.Equal(c.since) ||
-				p.Rollback != c.rollback || p.Replace != c.replace || !strings.Contains(st.Message, c.message) {
+				p.Rollback != c.rollback || p.Replace != c.replace || !strings.Contains(st.Message, c.message) || st.Commit != c.commit {
 				t.Errorf("PlanSet = %+v since %s, rollback %v, replace %v;\nwant phase %s hash %s stable %s failed %q since %s rollback %v replace %v message %q",
 					st, p.Since, p.Rollback, p.Replace, c.phase, c.hash, c.stable, c.failed, c.since, c.rollback, c.replace, c.message)
 			}
-			if again := PlanSet(SetObserved{Kind: o.Kind, Hash: o.Hash, Recorded: st, Since: p.Since, Progress: o.Progress,
+			if again := PlanSet(SetObserved{Kind: o.Kind, Hash: o.Hash, Commit: o.Commit, Recorded: st, Since: p.Since, Progress: o.Progress,
 				Deadline: o.Deadline, AutoRollback: o.AutoRollback, StableKept: o.StableKept, Now: now}); !p.Rollback && (again.Status != st || again.Failed) {
 				t.Errorf("planned again on its own status: %+v (failed %v), want %+v unchanged", again.Status, again.Failed, st)
 			}

@@ -180,7 +180,7 @@ spec:
 // Degraded at the deadline and rolled back, its stuck pod replaced
 // without a person (Kubernetes alone leaves it, kubernetes#67250), every
 // ordinal back on the old revision and Ready, and Git's failed template
-// not applied again; a fix after it goes out.
+// not applied again; a fix after it goes out, its commit recorded.
 func TestStatefulSetRollback(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
@@ -228,10 +228,13 @@ func TestStatefulSetRollback(t *testing.T) {
 	})
 
 	t.Log("3. a fix goes out: revision 3 Healthy")
-	s.repo.Commit("db v2", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v2")})
+	fix := s.repo.Commit("db v2", map[string]string{"db.yaml": rollingStatefulSet("registry.example/db:v2")})
 	sts = waitForSet(t, s.ns, "revision 3 Healthy", setPhaseIs(3, "Healthy"))
 	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "registry.example/db:v2" || sts.Annotations["plimsoll.dev/failed-hash"] != "" {
 		t.Errorf("StatefulSet db runs %s, failed-hash %q; want v2 and no failure", img, sts.Annotations["plimsoll.dev/failed-hash"])
+	}
+	if got := sts.Annotations["plimsoll.dev/commit"]; got != fix {
+		t.Errorf("StatefulSet db commit annotation %q, want the fix's commit %s", got, fix)
 	}
 }
 
