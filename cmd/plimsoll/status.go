@@ -150,7 +150,11 @@ func printStatus(out io.Writer, r statusReport, all bool, syncName, statusNamesp
 	}
 	fmt.Fprintln(tw, col("NAMESPACE")+"WORKLOAD\tSTRATEGY\tPHASE\tREVISION\tCOMMIT\tMESSAGE")
 	for _, w := range r.Workloads {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", col(w.Namespace), w.Name, w.Strategy, orDash(w.Phase), w.Revision, orDash(revision.Short(w.Commit)), w.Message)
+		name := w.Name
+		if w.Kind != "" {
+			name = strings.ToLower(w.Kind) + "/" + w.Name // as kubectl names it
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", col(w.Namespace), name, w.Strategy, orDash(w.Phase), w.Revision, orDash(revision.Short(w.Commit)), w.Message)
 		if r := w.Analysis; r != nil && r.Hash != "" {
 			for _, m := range r.Metrics {
 				fmt.Fprintf(tw, "%s\t\t\t\t\tanalysis %s %s: %s\n", col(""), r.Stage, strings.ToLower(string(r.Verdict)), measured(m))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"plimsoll.dev/plimsoll/strategies"
+	"plimsoll.dev/plimsoll/workload"
 )
 
 func TestMeasured(t *testing.T) {
@@ -32,5 +34,23 @@ func TestMeasured(t *testing.T) {
 				t.Errorf("measured = %q\n want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPrintStatusNamesSets names a StatefulSet or DaemonSet workload by
+// its kind, as kubectl does, beside a Deployment's by its name.
+func TestPrintStatusNamesSets(t *testing.T) {
+	var out strings.Builder
+	r := statusReport{Workloads: []workload.Workload{
+		{Namespace: "shop", Name: "web", Strategy: "rolling", Phase: "Healthy", Revision: 2},
+		{Kind: workload.KindStatefulSet, Namespace: "shop", Name: "db", Strategy: "rolling", Phase: "Degraded", Revision: 3, Message: "revision 3 failed"},
+	}}
+	if err := printStatus(&out, r, false, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nweb ", "\nstatefulset/db ", "revision 3 failed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
 	}
 }
