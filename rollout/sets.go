@@ -47,6 +47,10 @@ type set struct {
 	// from it (a DaemonSet's is looked up when needed).
 	revisionKey string
 	selector    *metav1.LabelSelector
+	// version is the resourceVersion the next write must find: the
+	// cache's, then that of the controller's own last write (the object
+	// is the cache's, and never changed).
+	version string
 	// manual reports an OnDelete update strategy: its pods change only
 	// when someone deletes them, so no deadline can hold it to account,
 	// and the controller leaves it alone.
@@ -202,7 +206,7 @@ func statefulSetOf(sts *appsv1.StatefulSet) *set {
 	st := sts.Status
 	observed := st.ObservedGeneration >= sts.Generation
 	updated := st.UpdatedReplicas >= want-partition && (partition > 0 || st.CurrentRevision == st.UpdateRevision)
-	s := &set{kind: kindStatefulSet, obj: sts, meta: sts, template: sts.Spec.Template, selector: sts.Spec.Selector,
+	s := &set{kind: kindStatefulSet, obj: sts, meta: sts, template: sts.Spec.Template, selector: sts.Spec.Selector, version: sts.ResourceVersion,
 		manual: sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType,
 		progress: strategies.SetProgress{Observed: observed, Desired: want, Updated: st.UpdatedReplicas, Ready: st.AvailableReplicas,
 			Done: st.UpdateRevision != "" && updated && st.AvailableReplicas == want && st.Replicas == want}}
@@ -216,7 +220,7 @@ func statefulSetOf(sts *appsv1.StatefulSet) *set {
 // should run its pod runs the template's, available.
 func daemonSetOf(ds *appsv1.DaemonSet) *set {
 	st := ds.Status
-	return &set{kind: kindDaemonSet, obj: ds, meta: ds, template: ds.Spec.Template, selector: ds.Spec.Selector,
+	return &set{kind: kindDaemonSet, obj: ds, meta: ds, template: ds.Spec.Template, selector: ds.Spec.Selector, version: ds.ResourceVersion,
 		manual: ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType,
 		progress: strategies.SetProgress{Observed: st.ObservedGeneration >= ds.Generation, Desired: st.DesiredNumberScheduled,
 			Updated: st.UpdatedNumberScheduled, Ready: st.NumberAvailable,
@@ -250,14 +254,18 @@ func (c *Controller) reconcileSet(ctx context.Context, s *set) (time.Duration, e
 			plan = strategies.PlanSet(o)
 		}
 	}
+	// The status first, then the template: a cache that has the one
+	// write and not yet the other then shows the failure recorded with
+	// the failed template live, which plans the same rollback again (see
+	// PlanSet), never the stable template as a new revision.
 	client := c.clientOfSync(s.meta.GetLabels()[contract.LabelSync])
+	if err := c.writeSetStatus(ctx, s, plan); err != nil {
+		return 0, err
+	}
 	if plan.Rollback {
 		if err := c.writeSetTemplate(ctx, client, s, *stable); err != nil {
 			return 0, err
 		}
-	}
-	if err := c.writeSetStatus(ctx, s, plan); err != nil {
-		return 0, err
 	}
 	if plan.Replace {
 		if err := c.replaceFailedPods(ctx, client, s); err != nil {
@@ -339,12 +347,16 @@ func (c *Controller) reportSet(ctx context.Context, s *set, plan strategies.SetP
 // controller.
 func (c *Controller) patchSet(ctx context.Context, client kubernetes.Interface, s *set, pt types.PatchType, body []byte, subresources ...string) error {
 	ns, name, opts := s.meta.GetNamespace(), s.meta.GetName(), metav1.PatchOptions{FieldManager: FieldManager}
+	var out metav1.Object
 	var err error
 	switch s.kind {
 	case kindStatefulSet:
-		_, err = client.AppsV1().StatefulSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
+		out, err = client.AppsV1().StatefulSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
 	case kindDaemonSet:
-		_, err = client.AppsV1().DaemonSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
+		out, err = client.AppsV1().DaemonSets(ns).Patch(ctx, name, pt, body, opts, subresources...)
+	}
+	if err == nil {
+		s.version = out.GetResourceVersion()
 	}
 	return err
 }
@@ -353,7 +365,7 @@ func (c *Controller) patchSet(ctx context.Context, client kubernetes.Interface, 
 // a JSON patch replaces it, on the version the controller read.
 func (c *Controller) writeSetTemplate(ctx context.Context, client kubernetes.Interface, s *set, t corev1.PodTemplateSpec) error {
 	body, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": s.meta.GetResourceVersion()},
+		{"op": "test", "path": "/metadata/resourceVersion", "value": s.version},
 		{"op": "replace", "path": "/spec/template", "value": t},
 	})
 	if err != nil {

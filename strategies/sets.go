@@ -94,6 +94,13 @@ func PlanSet(o SetObserved) SetPlan {
 	rec := o.Recorded
 	p := SetPlan{Status: rec, Since: o.Since}
 	if o.Hash != rec.Hash {
+		if o.Hash == rec.FailedHash && rec.Phase == PhaseDegraded && rec.Hash == rec.StableHash && rec.Hash != "" {
+			// The rollback is recorded and its template not seen yet (the
+			// status is written first), or kubectl wrote the failed
+			// template again: write the stable one (again).
+			p.Rollback = o.AutoRollback && o.StableKept
+			return p
+		}
 		if o.Hash == rec.FailedHash {
 			return planSetFailure(o, p, fmt.Sprintf("template %s failed before", o.Hash))
 		}
