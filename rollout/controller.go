@@ -310,15 +310,6 @@ func (c *Controller) watch(cfg Config, ns string) {
 	_, _ = dsInformer.Informer().AddEventHandler(onEvery(c.enqueueSet))
 }
 
-// setSelector selects the StatefulSets and DaemonSets the controller
-// rolls: those of its sync, or of any sync.
-func setSelector(cfg Config) string {
-	if cfg.SyncName != "" {
-		return contract.LabelSync + "=" + cfg.SyncName
-	}
-	return contract.LabelSync
-}
-
 // Run starts the informers and the workers and blocks until ctx ends; then
 // it delivers the Events still queued.
 func (c *Controller) Run(ctx context.Context) error {

@@ -100,6 +100,15 @@ func (s *setCommits) forget(key string) {
 	delete(s.m, key)
 }
 
+// setSelector selects the StatefulSets and DaemonSets the controller
+// rolls: those of its sync, or of any sync.
+func setSelector(cfg Config) string {
+	if cfg.SyncName != "" {
+		return contract.LabelSync + "=" + cfg.SyncName
+	}
+	return contract.LabelSync
+}
+
 // enqueueSet queues a StatefulSet or DaemonSet the sync applied.
 func (c *Controller) enqueueSet(obj any) {
 	if c.once.Load() {

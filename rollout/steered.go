@@ -4,9 +4,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -56,12 +54,8 @@ func setTemplate(obj *unstructured.Unstructured) (kind, hash string, ok bool) {
 	if gvk.Group != "apps" || (gvk.Kind != kindStatefulSet && gvk.Kind != kindDaemonSet) {
 		return "", "", false
 	}
-	raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "template")
-	var t corev1.PodTemplateSpec
-	if !found || runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) != nil {
-		return "", "", false
-	}
-	return gvk.Kind, podtemplate.Hash(t), true
+	hash, ok = podtemplate.HashOf(obj.Object)
+	return gvk.Kind, hash, ok
 }
 
 // keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -199,10 +198,8 @@ func templateHashes(items []*apply.Item) map[string]string {
 				hashes[d.Namespace+"/"+d.Name] = podtemplate.Hash(d.Spec.Template)
 			}
 		case gvk.Group == "apps" && (gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet"):
-			raw, found, _ := unstructured.NestedMap(it.Object.Obj.Object, "spec", "template")
-			var t corev1.PodTemplateSpec
-			if found && runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) == nil {
-				hashes[contract.SetTemplateKey(gvk.Kind, it.Object.Obj.GetNamespace(), it.Object.Obj.GetName())] = podtemplate.Hash(t)
+			if hash, ok := podtemplate.HashOf(it.Object.Obj.Object); ok {
+				hashes[contract.SetTemplateKey(gvk.Kind, it.Object.Obj.GetNamespace(), it.Object.Obj.GetName())] = hash
 			}
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -189,4 +191,16 @@ func canonicalQuantity(q resource.Quantity) resource.Quantity {
 		return q // unreachable: a decimal number always parses
 	}
 	return c
+}
+
+// HashOf is the Hash of the pod template (spec.template) of obj, an
+// object as a manifest or the API gives it (a StatefulSet's, a
+// DaemonSet's); ok is false when it has none that reads as one.
+func HashOf(obj map[string]any) (hash string, ok bool) {
+	raw, found, _ := unstructured.NestedMap(obj, "spec", "template")
+	var t corev1.PodTemplateSpec
+	if !found || runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t) != nil {
+		return "", false
+	}
+	return Hash(t), true
 }
