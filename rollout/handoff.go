@@ -77,7 +77,8 @@ type refusal struct {
 // notes the commit that gives a StatefulSet or DaemonSet its template.
 func (h *commitHandoff) Steered(want, live *unstructured.Unstructured) {
 	if kind, hash, ok := setTemplate(want); ok {
-		h.c.setCommits.note(setKey(kind, want.GetNamespace(), want.GetName()), hash, h.in.Commit)
+		template, _, _ := unstructured.NestedMap(want.Object, "spec", "template")
+		h.c.setCommits.note(setKey(kind, want.GetNamespace(), want.GetName()), hash, h.in.Commit, template)
 	}
 	steered(want, live, h.blueGreen)
 }

@@ -30,7 +30,36 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 		keepScaleTarget(want, live, blueGreen)
 	case gvk.Group == "apps" && (gvk.Kind == kindStatefulSet || gvk.Kind == kindDaemonSet):
 		keepRolledBack(want, live)
+		if gvk.Kind == kindStatefulSet && want.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
+			holdPartition(want, live)
+		}
 	}
+}
+
+// holdPartition sets the partition of a desired canary StatefulSet: the
+// controller lowers it step by step (see strategies.PlanSetCanary). A new
+// template goes out with a partition of its whole count, in the same
+// write, so that the StatefulSet controller updates no ordinal before the
+// first step asks; otherwise the live partition is kept. Left to Git's
+// (none), the apply would put it back to 0 and update every ordinal at
+// once.
+func holdPartition(want, live *unstructured.Unstructured) {
+	partition, found, err := unstructured.NestedInt64(live.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+	if err != nil || !found {
+		partition = 0
+	}
+	wantHash, _ := podtemplate.HashOf(want.Object)
+	if liveHash, _ := podtemplate.HashOf(live.Object); wantHash != liveHash {
+		replicas, found, _ := unstructured.NestedInt64(want.Object, "spec", "replicas")
+		if !found {
+			replicas, found, _ = unstructured.NestedInt64(live.Object, "spec", "replicas")
+		}
+		if !found {
+			replicas = 1
+		}
+		partition = replicas
+	}
+	_ = unstructured.SetNestedField(want.Object, partition, "spec", "updateStrategy", "rollingUpdate", "partition")
 }
 
 // keepRolledBack keeps in a desired StatefulSet or DaemonSet the template

@@ -75,3 +75,41 @@ func TestBlueGreenWorkloads(t *testing.T) {
 		t.Errorf("blue-green workloads %v, want %v", got, want)
 	}
 }
+
+// TestHoldPartition gives a canary StatefulSet's new template a partition
+// of its whole count, keeps the live partition while the template is the
+// live one, and leaves a rolling StatefulSet's alone.
+func TestHoldPartition(t *testing.T) {
+	sts := func(strategy, image string, partition int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+			"metadata": map[string]any{"name": "db", "namespace": "team", "annotations": map[string]any{"plimsoll.dev/strategy": strategy}},
+			"spec": map[string]any{"replicas": int64(4), "template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"name": "db", "image": image}}}}}}}
+		if partition >= 0 {
+			_ = unstructured.SetNestedField(u.Object, partition, "spec", "updateStrategy", "rollingUpdate", "partition")
+		}
+		return u
+	}
+	for _, tt := range []struct {
+		name      string
+		want      *unstructured.Unstructured
+		live      *unstructured.Unstructured
+		partition int64 // -1: none
+	}{
+		{"a new template: every ordinal held", sts("canary", "db:2", -1), sts("canary", "db:1", 0), 4},
+		{"the live template, mid-canary: the live partition", sts("canary", "db:2", -1), sts("canary", "db:2", 2), 2},
+		{"the live template at rest", sts("canary", "db:1", -1), sts("canary", "db:1", 0), 0},
+		{"a rolling StatefulSet: Git's", sts("rolling", "db:2", -1), sts("rolling", "db:1", 0), -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			steered(tt.want, tt.live, nil)
+			got, found, _ := unstructured.NestedInt64(tt.want.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+			if !found {
+				got = -1
+			}
+			if got != tt.partition {
+				t.Errorf("partition to apply %d, want %d", got, tt.partition)
+			}
+		})
+	}
+}

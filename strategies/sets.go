@@ -36,6 +36,9 @@ type SetObserved struct {
 	// StableKept reports whether a controller revision still holds the
 	// template of Recorded.StableHash, which a rollback writes back.
 	StableKept bool
+	// Canary is the canary state of a StatefulSet rolled by partition;
+	// nil under the rolling strategy.
+	Canary *SetCanary
 	// Now is the time of the observation.
 	Now time.Time
 }
@@ -49,8 +52,9 @@ type SetProgress struct {
 	Observed                bool
 	Desired, Updated, Ready int32
 	// Done reports whether every pod runs the template and is Ready, as
-	// the kind's controller counts it.
-	Done bool
+	// the kind's controller counts it: a StatefulSet's from its
+	// partition up. Whole reports it of every pod, whatever the partition.
+	Done, Whole bool
 }
 
 // SetPlan is the step planned for a StatefulSet or a DaemonSet.
@@ -71,6 +75,15 @@ type SetPlan struct {
 	// Event); Reason is why the revision failed.
 	Failed bool
 	Reason string
+	// Step is the canary step to record, from 1 (0: none, the revision
+	// runs whole); Partition, when set, the partition to write with it.
+	Step      int
+	Partition *int32
+	// RequeueAfter, when positive, is when to plan again although nothing
+	// changes meanwhile (a timed pause running out).
+	RequeueAfter time.Duration
+	// Acted says what a promote or an abort did, for its Event.
+	Acted string
 }
 
 // PlanSet plans the step of a StatefulSet or a DaemonSet under the
@@ -90,9 +103,30 @@ type SetPlan struct {
 //     one and auto-rollback is on.
 //   - After a rollback, until every pod is back: the failed revision's
 //     pods that are not Ready are replaced; a Ready pod is never deleted.
+//
+// Under the canary strategy (o.Canary) a StatefulSet's new revision goes
+// out by its partition, step by step (see planSetCanary), and outside a
+// revision in flight its partition is 0.
 func PlanSet(o SetObserved) SetPlan {
+	c := o.Canary
+	if c != nil {
+		// The canary holds the partition itself: done is every pod.
+		o.Progress.Done = o.Progress.Whole
+	}
+	p := planSet(o)
+	if c != nil && p.Step == 0 && c.Partition != 0 {
+		p.Partition = new(int32)
+	}
+	return p
+}
+
+// planSet is PlanSet but for the partition outside a canary's steps.
+func planSet(o SetObserved) SetPlan {
 	rec := o.Recorded
 	p := SetPlan{Status: rec, Since: o.Since}
+	if o.Canary != nil {
+		p.Step = o.Canary.Step
+	}
 	if o.Hash != rec.Hash {
 		if o.Hash == rec.FailedHash && rec.Phase == PhaseDegraded && rec.Hash == rec.StableHash && rec.Hash != "" {
 			// The rollback is recorded and its template not seen yet (the
@@ -104,9 +138,20 @@ func PlanSet(o SetObserved) SetPlan {
 		if o.Hash == rec.FailedHash {
 			return planSetFailure(o, p, fmt.Sprintf("template %s failed before", o.Hash))
 		}
-		p.Status.Hash, p.Status.Revision, p.Status.Commit, p.Since = o.Hash, rec.Revision+1, o.Commit, o.Now
+		p.Status.Hash, p.Status.Revision, p.Status.Commit, p.Since, p.Step = o.Hash, rec.Revision+1, o.Commit, o.Now, 0
 		if o.Hash != rec.StableHash {
 			p.Status.FailedHash = "" // Git moved on from the failed template
+		}
+	}
+	if c := o.Canary; c != nil && o.Hash != p.Status.StableHash && p.Status.StableHash != "" {
+		switch {
+		case c.Abort && o.Hash == p.Status.Hash:
+			o.AutoRollback = true
+			p = planSetFailure(o, p, "aborted by a command")
+			p.Acted = fmt.Sprintf("aborted revision %d", p.Status.Revision)
+			return p
+		case p.Status.FailedHash != o.Hash:
+			return planSetCanary(o, p)
 		}
 	}
 	failed, rolledBack := p.Status.FailedHash, p.Status.FailedHash != "" && o.Hash == rec.StableHash
@@ -130,8 +175,10 @@ func PlanSet(o SetObserved) SetPlan {
 	case !p.Since.IsZero() && o.Now.Sub(p.Since) > o.Deadline:
 		return planSetFailure(o, p, fmt.Sprintf("not every pod updated and Ready within its deadline of %s (%s)", o.Deadline, progressText(o.Progress)))
 	default:
+		// The message does not count pods: each status written is an
+		// update of the object, which its controller syncs again.
 		p.Status.Phase = PhaseProgressing
-		p.Status.Message = progressText(o.Progress)
+		p.Status.Message = fmt.Sprintf("updating every pod, within %s", o.Deadline)
 	}
 	return p
 }
@@ -147,7 +194,7 @@ func planSetFailure(o SetObserved, p SetPlan, reason string) SetPlan {
 	case o.Recorded.StableHash == "" || o.Recorded.StableHash == o.Hash || !o.StableKept:
 		p.Status.Message = fmt.Sprintf("%s failed: %s; no previous template to roll back to", failed, reason)
 	default:
-		p.Rollback = true
+		p.Rollback, p.Step = true, 0
 		p.Status.Hash, p.Since = o.Recorded.StableHash, o.Now
 		p.Status.Message = fmt.Sprintf("%s failed: %s; rolled back to template %s", failed, reason, o.Recorded.StableHash)
 	}

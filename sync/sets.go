@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/strategies"
 	"plimsoll.dev/plimsoll/sync/manifest"
 )
 
@@ -34,6 +37,9 @@ func checkSetStrategies(objs []manifest.Object) error {
 				Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationStrategy),
 				Reason: fmt.Sprintf("%s %s/%s cannot be rolled out blue-green: %s", gvk.Kind, obj.Obj.GetNamespace(), obj.Obj.GetName(), why)})
 		}
+		if gvk.Kind == "StatefulSet" && a[contract.AnnotationStrategy] == contract.StrategyCanary {
+			errs = append(errs, checkCanaryStatefulSet(obj)...)
+		}
 		if v, ok := a[contract.AnnotationProgressDeadline]; ok {
 			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
 				errs = append(errs, &manifest.Error{Origin: obj.Origin,
@@ -43,4 +49,27 @@ func checkSetStrategies(objs []manifest.Object) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkCanaryStatefulSet refuses a StatefulSet rolled by canary whose
+// steps do not read, or whose update strategy leaves plimsoll no
+// partition to steer: OnDelete, or a partition of Git's own.
+func checkCanaryStatefulSet(obj manifest.Object) []error {
+	var errs []error
+	name := obj.Obj.GetNamespace() + "/" + obj.Obj.GetName()
+	if v, ok := obj.Obj.GetAnnotations()[contract.AnnotationSteps]; ok {
+		if _, err := strategies.ParseSteps(v); err != nil {
+			errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationSteps), Reason: err.Error()})
+		}
+	}
+	kind, _, _ := unstructured.NestedString(obj.Obj.Object, "spec", "updateStrategy", "type")
+	if kind == "OnDelete" {
+		errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: "spec.updateStrategy.type",
+			Reason: fmt.Sprintf("StatefulSet %s is rolled out by canary, which updates its ordinals by their partition: OnDelete has none; use RollingUpdate", name)})
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(obj.Obj.Object, "spec", "updateStrategy", "rollingUpdate", "partition"); set {
+		errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: "spec.updateStrategy.rollingUpdate.partition",
+			Reason: fmt.Sprintf("StatefulSet %s is rolled out by canary, which sets its partition step by step; remove the partition from Git", name)})
+	}
+	return errs
 }

@@ -1,8 +1,14 @@
 package workload
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plimsoll.dev/plimsoll/contract"
 )
@@ -13,6 +19,8 @@ func TestApplies(t *testing.T) {
 	paused := Workload{Name: "api", Strategy: contract.StrategyCanary, Phase: "Paused", Revision: 2}
 	healthy := Workload{Name: "api", Strategy: contract.StrategyCanary, Phase: "Healthy", Revision: 2}
 	failed := Workload{Name: "api", Strategy: contract.StrategyCanary, Phase: "Degraded", Revision: 2, FailedHash: "abc"}
+	agent := Workload{Kind: KindDaemonSet, Name: "agent", Strategy: contract.StrategyRolling, Phase: "Progressing", Revision: 2}
+	db := Workload{Kind: KindStatefulSet, Name: "db", Strategy: contract.StrategyCanary, Phase: "Progressing", Revision: 2}
 	tests := []struct {
 		w    Workload
 		cmd  string
@@ -29,9 +37,11 @@ func TestApplies(t *testing.T) {
 		{healthy, contract.CommandRetry, "nothing to retry"},
 		{healthy, contract.CommandResume, "nothing to resume: api is Healthy, not Paused"},
 		{healthy, "restart", `unknown command "restart"`},
+		{agent, contract.CommandPause, "pause applies to a StatefulSet rolled out by canary; DaemonSet agent is rolling"},
+		{db, contract.CommandPause, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.w.Phase+" "+tt.cmd, func(t *testing.T) {
+		t.Run(tt.w.Kind+" "+tt.w.Phase+" "+tt.cmd, func(t *testing.T) {
 			err := applies(tt.w, tt.cmd)
 			switch {
 			case tt.want == "" && err != nil:
@@ -40,5 +50,29 @@ func TestApplies(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCommandEventIsNew picks the Command Event of this command, not one
+// of the same second that was there before it was sent, nor one for
+// another command; an Event seen before that counts again is this one.
+func TestCommandEventIsNew(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 7, 12, 0, 5, 0, time.UTC))
+	event := func(uid, message string, count int32) corev1.Event {
+		return corev1.Event{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Message: message, Count: count, LastTimestamp: at}
+	}
+	before := []corev1.Event{event("a", "promote: moved on from step 2/5", 1), event("b", "pause: paused", 1)}
+	seen := eventCounts(before)
+	since := at.Add(-time.Second)
+	if got := commandEvent(before, "promote", since, seen); got != "" {
+		t.Errorf("with only the Events from before: %q, want none", got)
+	}
+	after := append(slices.Clone(before), event("c", "promote: moved on from step 4/5", 1))
+	if got := commandEvent(after, "promote", since, seen); got != "promote: moved on from step 4/5" {
+		t.Errorf("with a new Event: %q, want it", got)
+	}
+	again := []corev1.Event{event("a", "promote: moved on from step 2/5", 2), before[1]}
+	if got := commandEvent(again, "promote", since, seen); got != "promote: moved on from step 2/5" {
+		t.Errorf("with an Event counted again: %q, want it", got)
 	}
 }

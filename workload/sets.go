@@ -1,12 +1,14 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"plimsoll.dev/plimsoll/contract"
@@ -20,9 +22,9 @@ const (
 )
 
 // listSets reads the StatefulSets and DaemonSets of namespace ns that
-// selector selects as workloads: their own annotations are their status,
-// and their strategy is rolling (canary is not theirs yet). One the
-// reader may not list is left out, as a kind it cannot see.
+// selector selects as workloads: their own annotations are their status
+// and strategy (rolling, or canary for a StatefulSet). One the reader may
+// not list is left out, as a kind it cannot see.
 func listSets(ctx context.Context, client kubernetes.Interface, ns, selector string) ([]Workload, error) {
 	opts := metav1.ListOptions{LabelSelector: selector}
 	var out []Workload
@@ -50,7 +52,11 @@ func listSets(ctx context.Context, client kubernetes.Interface, ns, selector str
 // describeSet makes a Workload of a StatefulSet or a DaemonSet.
 func describeSet(kind string, obj metav1.Object) Workload {
 	st, _ := strategies.ReadStatus(obj.GetAnnotations())
-	return Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Strategy: contract.StrategyRolling,
+	strategy := contract.StrategyRolling
+	if kind == KindStatefulSet && obj.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
+		strategy = contract.StrategyCanary
+	}
+	return Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Strategy: strategy,
 		Primary: obj.GetName(), Phase: string(st.Phase), Revision: st.Revision, Commit: st.Commit, Message: st.Message,
 		TemplateHash: st.Hash, FailedHash: st.FailedHash, Sync: obj.GetLabels()[contract.LabelSync]}
 }
@@ -68,4 +74,68 @@ func (w Workload) key() string {
 // named keeps the workloads whose name is one of names.
 func named(ws []Workload, names []string) []Workload {
 	return slices.DeleteFunc(ws, func(w Workload) bool { return !slices.Contains(names, w.Name) })
+}
+
+// getSet reads the StatefulSet or, failing that, the DaemonSet name of
+// namespace ns that a sync applied, as a workload; an error wrapping
+// ErrNotFound when neither is.
+func getSet(ctx context.Context, client kubernetes.Interface, ns, name string) (Workload, error) {
+	sts, err := client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && sts.Labels[contract.LabelSync] != "" {
+		return describeSet(KindStatefulSet, sts), nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Workload{}, fmt.Errorf("read StatefulSet %s: %w", name, err)
+	}
+	ds, err := client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && ds.Labels[contract.LabelSync] != "" {
+		return describeSet(KindDaemonSet, ds), nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Workload{}, fmt.Errorf("read DaemonSet %s: %w", name, err)
+	}
+	return Workload{}, fmt.Errorf("%w: no Deployment, StatefulSet or DaemonSet of workload %q in namespace %s", ErrNotFound, name, ns)
+}
+
+// annotationsOf reads the annotations of the object of w that takes
+// commands: its primary Deployment, or the set itself.
+func annotationsOf(ctx context.Context, client kubernetes.Interface, w Workload) (map[string]string, error) {
+	var obj metav1.Object
+	var err error
+	switch w.Kind {
+	case KindStatefulSet:
+		obj, err = client.AppsV1().StatefulSets(w.Namespace).Get(ctx, w.Primary, metav1.GetOptions{})
+	case KindDaemonSet:
+		obj, err = client.AppsV1().DaemonSets(w.Namespace).Get(ctx, w.Primary, metav1.GetOptions{})
+	default:
+		obj, err = client.AppsV1().Deployments(w.Namespace).Get(ctx, w.Primary, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.GetAnnotations(), nil
+}
+
+// patchCommand sets plimsoll.dev/command=cmd on the object of w that
+// takes commands.
+func patchCommand(ctx context.Context, client kubernetes.Interface, w Workload, cmd string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationCommand, cmd)
+	var err error
+	switch w.Kind {
+	case KindStatefulSet:
+		_, err = client.AppsV1().StatefulSets(w.Namespace).Patch(ctx, w.Primary, types.MergePatchType, patch, metav1.PatchOptions{})
+	case KindDaemonSet:
+		_, err = client.AppsV1().DaemonSets(w.Namespace).Patch(ctx, w.Primary, types.MergePatchType, patch, metav1.PatchOptions{})
+	default:
+		_, err = client.AppsV1().Deployments(w.Namespace).Patch(ctx, w.Primary, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("set %s=%s on %s %s: %w", contract.AnnotationCommand, cmd, w.kindName(), w.Primary, err)
+	}
+	return nil
+}
+
+// kindName is the kind of the object of w that takes commands.
+func (w Workload) kindName() string {
+	return cmp.Or(w.Kind, "Deployment")
 }

@@ -147,7 +147,7 @@ func TestCLI(t *testing.T) {
 		{append([]string{"abort", "web"}, s.cliFlags()...), "abort applies to blue-green and canary workloads; web is rolling"},
 		{append([]string{"retry", "api"}, s.cliFlags()...), "nothing to retry: api has no failed revision"},
 		{append([]string{"resume", "web"}, s.cliFlags()...), "nothing to resume: web is Healthy, not Paused"},
-		{append([]string{"promote", "shop"}, s.cliFlags()...), `no Deployment of workload "shop" in namespace ` + s.ns},
+		{append([]string{"promote", "shop"}, s.cliFlags()...), `no Deployment, StatefulSet or DaemonSet of workload "shop" in namespace ` + s.ns},
 		{[]string{"status", "--kubeconfig", unreachable}, "cannot reach the cluster at https://127.0.0.1:1"},
 		{append([]string{"status", "-o", "yaml"}, s.cliFlags()...), `unknown output "yaml"`},
 	} {
