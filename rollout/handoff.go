@@ -78,7 +78,8 @@ type refusal struct {
 func (h *commitHandoff) Steered(want, live *unstructured.Unstructured) {
 	if kind, hash, ok := setTemplate(want); ok {
 		template, _, _ := unstructured.NestedMap(want.Object, "spec", "template")
-		h.c.setCommits.note(setKey(kind, want.GetNamespace(), want.GetName()), hash, h.in.Commit, template)
+		strategy, _, _ := unstructured.NestedMap(want.Object, "spec", "updateStrategy")
+		h.c.setCommits.note(setKey(kind, want.GetNamespace(), want.GetName()), setCommit{hash: hash, commit: h.in.Commit, template: template, strategy: strategy})
 	}
 	steered(want, live, h.blueGreen)
 }

@@ -50,8 +50,10 @@ type set struct {
 	// and the controller leaves it alone.
 	manual bool
 	// replicas and partition are a StatefulSet's count and the partition
-	// of its rolling update.
+	// of its rolling update, or a DaemonSet's nodes that should run its
+	// pod; onDelete reports a DaemonSet's OnDelete update strategy.
 	replicas, partition int32
+	onDelete            bool
 }
 
 // setKey is the queue key of a set: "StatefulSet/namespace/name".
@@ -66,20 +68,22 @@ type setCommits struct {
 	m  map[string]setCommit
 }
 
-// setCommit is a template from Git, its hash, and its commit.
+// setCommit is a template from Git, its hash, its commit, and the
+// update strategy Git gives with it (which a canary DaemonSet gets back
+// at the end of its steps).
 type setCommit struct {
-	hash, commit string
-	template     map[string]any
+	hash, commit       string
+	template, strategy map[string]any
 }
 
-// note records that commit gives set key template, of hash.
-func (s *setCommits) note(key, hash, commit string, template map[string]any) {
+// note records what Git gives set key.
+func (s *setCommits) note(key string, c setCommit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = map[string]setCommit{}
 	}
-	s.m[key] = setCommit{hash: hash, commit: commit, template: template}
+	s.m[key] = c
 }
 
 // of is what was noted of set key; the zero setCommit when nothing was.
@@ -229,8 +233,11 @@ func statefulSetOf(sts *appsv1.StatefulSet) *set {
 func daemonSetOf(ds *appsv1.DaemonSet) *set {
 	st := ds.Status
 	done := st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0
+	// OnDelete on a canary DaemonSet is plimsoll's hold (see holdNodes).
+	onDelete := ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 	return &set{kind: kindDaemonSet, obj: ds, meta: ds, template: ds.Spec.Template, selector: ds.Spec.Selector, version: ds.ResourceVersion,
-		manual: ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType,
+		manual: onDelete && ds.Annotations[contract.AnnotationStrategy] != contract.StrategyCanary, onDelete: onDelete,
+		replicas: st.DesiredNumberScheduled,
 		progress: strategies.SetProgress{Observed: st.ObservedGeneration >= ds.Generation, Desired: st.DesiredNumberScheduled,
 			Updated: st.UpdatedNumberScheduled, Ready: st.NumberAvailable, Done: done, Whole: done}}
 }

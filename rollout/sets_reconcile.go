@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -78,11 +79,17 @@ func (c *Controller) reconcileSet(ctx context.Context, s *set) (time.Duration, e
 	if err := c.writeSetStatus(ctx, s, plan, cmd); err != nil {
 		return 0, err
 	}
+	hold := setHold{partition: plan.Partition}
+	if plan.Release {
+		hold.strategy = gitStrategy(git)
+	}
 	switch {
 	case plan.Rollback:
-		err = c.writeSetTemplate(ctx, client, s, *stable, plan.Partition)
-	case plan.Partition != nil:
-		err = c.writePartition(ctx, client, s, *plan.Partition)
+		err = c.writeSetTemplate(ctx, client, s, *stable, hold)
+	case plan.Partition != nil, plan.Release:
+		err = c.writeHold(ctx, client, s, hold)
+	case plan.UpdateTo > 0:
+		err = c.updateNodes(ctx, client, s, plan.UpdateTo)
 	}
 	if err != nil {
 		return 0, err
@@ -99,18 +106,18 @@ func (c *Controller) reconcileSet(ctx context.Context, s *set) (time.Duration, e
 	return plan.RequeueAfter, nil
 }
 
-// canaryOf is what the canary strategy reads of a StatefulSet rolled by
-// canary (its steps checked when its commit was), nil for any other set.
+// canaryOf is what the canary strategy reads of a set rolled by canary
+// (its steps checked when its commit was), nil for a rolling one.
 func canaryOf(s *set) *strategies.SetCanary {
 	a := s.meta.GetAnnotations()
-	if s.kind != kindStatefulSet || a[contract.AnnotationStrategy] != contract.StrategyCanary {
+	if a[contract.AnnotationStrategy] != contract.StrategyCanary {
 		return nil
 	}
 	steps, err := strategies.ParseSteps(cmp.Or(a[contract.AnnotationSteps], strategies.DefaultSteps))
 	if err != nil {
 		return nil
 	}
-	return &strategies.SetCanary{Steps: steps, Replicas: s.replicas, Partition: s.partition}
+	return &strategies.SetCanary{Steps: steps, Nodes: s.kind == kindDaemonSet, Replicas: s.replicas, Partition: s.partition, OnDelete: s.onDelete}
 }
 
 // retried reports whether cmd is a retry of the failed template that Git
@@ -121,13 +128,28 @@ func retried(cmd strategies.Commanded, recorded strategies.Status, live string, 
 		git.hash != live && git.template != nil
 }
 
-// holdAll is the partition a canary StatefulSet's new template goes out
-// with, every ordinal held (see holdPartition); nil for another set.
-func holdAll(canary *strategies.SetCanary, s *set) *int32 {
-	if canary == nil {
-		return nil
+// holdAll is what a canary set's new template goes out with, so that no
+// pod takes it before the first step asks: a StatefulSet's partition at
+// its whole count (see holdPartition), a DaemonSet's OnDelete (see
+// holdNodes); nothing for a rolling set.
+func holdAll(canary *strategies.SetCanary, s *set) setHold {
+	switch {
+	case canary == nil:
+		return setHold{}
+	case canary.Nodes:
+		return setHold{strategy: map[string]any{"type": string(appsv1.OnDeleteDaemonSetStrategyType)}}
 	}
-	return &s.replicas
+	return setHold{partition: &s.replicas}
+}
+
+// gitStrategy is the update strategy Git gives a canary DaemonSet, which
+// it gets back at the end of its steps: the DaemonSet controller's
+// default (one node at a time) when Git gives none or none was noted.
+func gitStrategy(git setCommit) map[string]any {
+	if git.strategy != nil && git.strategy["type"] != string(appsv1.OnDeleteDaemonSetStrategyType) {
+		return git.strategy
+	}
+	return map[string]any{"type": string(appsv1.RollingUpdateDaemonSetStrategyType), "rollingUpdate": map[string]any{"maxUnavailable": int64(1)}}
 }
 
 // templateOf reads a pod template noted from Git.
@@ -171,18 +193,15 @@ func (c *Controller) stableTemplate(ctx context.Context, s *set, hash string) (*
 
 // revisionsOf lists the controller revisions the set owns, newest first.
 func (c *Controller) revisionsOf(ctx context.Context, s *set) ([]appsv1.ControllerRevision, error) {
-	selector, err := metav1.LabelSelectorAsSelector(s.selector)
+	opts, err := s.listOptions()
 	if err != nil {
-		return nil, fmt.Errorf("read the selector of %s %s: %w", s.kind, s.meta.GetName(), err)
+		return nil, err
 	}
-	list, err := c.client.AppsV1().ControllerRevisions(s.meta.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	list, err := c.client.AppsV1().ControllerRevisions(s.meta.GetNamespace()).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("list the revisions of %s %s: %w", s.kind, s.meta.GetName(), err)
 	}
-	owned := slices.DeleteFunc(list.Items, func(r appsv1.ControllerRevision) bool {
-		ref := metav1.GetControllerOf(&r)
-		return ref == nil || ref.UID != s.meta.GetUID()
-	})
+	owned := slices.DeleteFunc(list.Items, func(r appsv1.ControllerRevision) bool { return !s.owns(&r) })
 	slices.SortFunc(owned, func(a, b appsv1.ControllerRevision) int { return int(b.Revision - a.Revision) })
 	return owned, nil
 }
@@ -192,29 +211,16 @@ func (c *Controller) revisionsOf(ctx context.Context, s *set) ([]appsv1.Controll
 // it: a StatefulSet rolled back waits for such a pod forever
 // (kubernetes/kubernetes#67250). A Ready pod is never deleted.
 func (c *Controller) replaceFailedPods(ctx context.Context, client kubernetes.Interface, s *set) error {
-	current := s.revisionKey
-	if s.kind == kindDaemonSet {
-		revs, err := c.revisionsOf(ctx, s)
-		if err != nil || len(revs) == 0 {
-			return err
-		}
-		current = revs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+	current, err := c.currentRevision(ctx, s)
+	if err != nil || current == "" {
+		return err
 	}
-	if current == "" {
-		return nil
-	}
-	selector, err := metav1.LabelSelectorAsSelector(s.selector)
+	pods, err := c.ownedPods(ctx, s)
 	if err != nil {
-		return fmt.Errorf("read the selector of %s %s: %w", s.kind, s.meta.GetName(), err)
+		return err
 	}
-	pods, err := c.client.CoreV1().Pods(s.meta.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-	if err != nil {
-		return fmt.Errorf("list the pods of %s %s: %w", s.kind, s.meta.GetName(), err)
-	}
-	for _, p := range pods.Items {
-		ref := metav1.GetControllerOf(&p)
-		if ref == nil || ref.UID != s.meta.GetUID() || p.DeletionTimestamp != nil ||
-			p.Labels[appsv1.ControllerRevisionHashLabelKey] == current || podReady(&p) {
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Labels[appsv1.ControllerRevisionHashLabelKey] == current || podReady(&p) {
 			continue
 		}
 		uid := p.UID
@@ -228,9 +234,95 @@ func (c *Controller) replaceFailedPods(ctx context.Context, client kubernetes.In
 	return nil
 }
 
+// currentRevision is the controller-revision-hash label of the pods of
+// the set's live template: a StatefulSet's update revision, a
+// DaemonSet's newest ControllerRevision; "" while unknown.
+func (c *Controller) currentRevision(ctx context.Context, s *set) (string, error) {
+	if s.kind != kindDaemonSet {
+		return s.revisionKey, nil
+	}
+	revs, err := c.revisionsOf(ctx, s)
+	if err != nil || len(revs) == 0 {
+		return "", err
+	}
+	return revs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey], nil
+}
+
+// ownedPods lists the pods the set owns.
+func (c *Controller) ownedPods(ctx context.Context, s *set) ([]corev1.Pod, error) {
+	opts, err := s.listOptions()
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.client.CoreV1().Pods(s.meta.GetNamespace()).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of %s %s: %w", s.kind, s.meta.GetName(), err)
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return !s.owns(&p) }), nil
+}
+
+// listOptions select the set's pods and controller revisions.
+func (s *set) listOptions() (metav1.ListOptions, error) {
+	selector, err := metav1.LabelSelectorAsSelector(s.selector)
+	if err != nil {
+		return metav1.ListOptions{}, fmt.Errorf("read the selector of %s %s: %w", s.kind, s.meta.GetName(), err)
+	}
+	return metav1.ListOptions{LabelSelector: selector.String()}, nil
+}
+
+// owns reports whether the set is obj's controller.
+func (s *set) owns(obj metav1.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == s.meta.GetUID()
+}
+
 // podReady reports whether pod p is Ready.
 func podReady(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
 		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 	})
+}
+
+// updateNodes deletes the pod of one more node of a canary DaemonSet held
+// at OnDelete, so that its controller creates it from the live template:
+// once every pod is Ready and none is going, the first node by name whose
+// pod runs another revision, until to nodes run it. One node at a time is
+// the DaemonSet controller's own default (maxUnavailable 1): no more than
+// one node is without a Ready pod.
+func (c *Controller) updateNodes(ctx context.Context, client kubernetes.Interface, s *set, to int32) error {
+	if !s.onDelete || !s.progress.Observed || s.progress.Updated >= to {
+		return nil
+	}
+	current, err := c.currentRevision(ctx, s)
+	if err != nil || current == "" {
+		return err
+	}
+	pods, err := c.ownedPods(ctx, s)
+	if err != nil {
+		return err
+	}
+	var old []corev1.Pod
+	updated := int32(0)
+	for _, p := range pods {
+		switch {
+		case p.DeletionTimestamp != nil || !podReady(&p):
+			return nil // a node is without a Ready pod: wait for it
+		case p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == current:
+			updated++
+		default:
+			old = append(old, p)
+		}
+	}
+	if updated >= to || len(old) == 0 {
+		return nil
+	}
+	slices.SortFunc(old, func(a, b corev1.Pod) int { return strings.Compare(a.Spec.NodeName, b.Spec.NodeName) })
+	p := old[0]
+	uid := p.UID
+	err = client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update node %s of DaemonSet %s: delete pod %s: %w", p.Spec.NodeName, s.meta.GetName(), p.Name, err)
+	}
+	c.log.Info("canary node updated", "workload", s.meta.GetNamespace()+"/"+s.meta.GetName(), "node", p.Spec.NodeName, "pod", p.Name)
+	return nil
 }

@@ -110,17 +110,33 @@ func (c *Controller) patchSet(ctx context.Context, client kubernetes.Interface, 
 	return err
 }
 
+// setHold is what a write of a set's template or hold sets beside it: a
+// StatefulSet's partition, a DaemonSet's update strategy (whole).
+type setHold struct {
+	partition *int32
+	strategy  map[string]any
+}
+
+// ops are the JSON patch operations of hold.
+func (h setHold) ops() []map[string]any {
+	var ops []map[string]any
+	if h.partition != nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": *h.partition})
+	}
+	if h.strategy != nil {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/spec/updateStrategy", "value": h.strategy})
+	}
+	return ops
+}
+
 // writeSetTemplate writes template t over the set's: the whole of it, as
-// a JSON patch replaces it, on the version the controller read; with a
-// StatefulSet's partition when one is given.
-func (c *Controller) writeSetTemplate(ctx context.Context, client kubernetes.Interface, s *set, t corev1.PodTemplateSpec, partition *int32) error {
-	ops := []map[string]any{
+// a JSON patch replaces it, on the version the controller read; with
+// hold in the same write.
+func (c *Controller) writeSetTemplate(ctx context.Context, client kubernetes.Interface, s *set, t corev1.PodTemplateSpec, hold setHold) error {
+	ops := append([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": s.version},
 		{"op": "replace", "path": "/spec/template", "value": t},
-	}
-	if partition != nil {
-		ops = append(ops, map[string]any{"op": "add", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": *partition})
-	}
+	}, hold.ops()...)
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode the template of %s %s: %w", s.kind, s.meta.GetName(), err)
@@ -131,12 +147,16 @@ func (c *Controller) writeSetTemplate(ctx context.Context, client kubernetes.Int
 	return nil
 }
 
-// writePartition writes a canary StatefulSet's partition: the ordinals
-// from it up run its template.
-func (c *Controller) writePartition(ctx context.Context, client kubernetes.Interface, s *set, partition int32) error {
-	body := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":%d}}}}`, partition)
-	if err := c.patchSet(ctx, client, s, types.MergePatchType, body); err != nil {
-		return fmt.Errorf("write the partition of %s %s/%s: %w", s.kind, s.meta.GetNamespace(), s.meta.GetName(), err)
+// writeHold writes what holds a canary set's update back, or lets it go:
+// a StatefulSet's partition (the ordinals from it up run its template),
+// a DaemonSet's update strategy.
+func (c *Controller) writeHold(ctx context.Context, client kubernetes.Interface, s *set, hold setHold) error {
+	body, err := json.Marshal(hold.ops())
+	if err != nil {
+		return fmt.Errorf("encode the update strategy of %s %s: %w", s.kind, s.meta.GetName(), err)
+	}
+	if err := c.patchSet(ctx, client, s, types.JSONPatchType, body); err != nil {
+		return fmt.Errorf("write the update strategy of %s %s/%s: %w", s.kind, s.meta.GetNamespace(), s.meta.GetName(), err)
 	}
 	return nil
 }

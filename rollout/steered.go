@@ -30,8 +30,12 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 		keepScaleTarget(want, live, blueGreen)
 	case gvk.Group == "apps" && (gvk.Kind == kindStatefulSet || gvk.Kind == kindDaemonSet):
 		keepRolledBack(want, live)
-		if gvk.Kind == kindStatefulSet && want.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
-			holdPartition(want, live)
+		if want.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
+			if gvk.Kind == kindStatefulSet {
+				holdPartition(want, live)
+			} else {
+				holdNodes(want, live)
+			}
 		}
 	}
 }
@@ -85,6 +89,25 @@ func setTemplate(obj *unstructured.Unstructured) (kind, hash string, ok bool) {
 	}
 	hash, ok = podtemplate.HashOf(obj.Object)
 	return gvk.Kind, hash, ok
+}
+
+// holdNodes sets the update strategy of a desired canary DaemonSet: a
+// new template goes out with OnDelete, in the same write, so that no
+// node takes it until the controller deletes its pod (see
+// strategies.SetCanary); while the live object is in its steps
+// (plimsoll.dev/step) its live strategy is kept, which the controller
+// gives back at the end; otherwise Git's goes out.
+func holdNodes(want, live *unstructured.Unstructured) {
+	wantHash, _ := podtemplate.HashOf(want.Object)
+	liveHash, _ := podtemplate.HashOf(live.Object)
+	switch {
+	case wantHash != liveHash:
+		_ = unstructured.SetNestedMap(want.Object, map[string]any{"type": "OnDelete"}, "spec", "updateStrategy")
+	case live.GetAnnotations()[contract.AnnotationStep] != "":
+		if strategy, found, _ := unstructured.NestedMap(live.Object, "spec", "updateStrategy"); found {
+			_ = unstructured.SetNestedMap(want.Object, strategy, "spec", "updateStrategy")
+		}
+	}
 }
 
 // keepSelectorKeys copies into a desired Service the plimsoll.dev/ keys of

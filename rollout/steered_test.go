@@ -113,3 +113,39 @@ func TestHoldPartition(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldNodes gives a canary DaemonSet's new template the OnDelete
+// update strategy, keeps the live one while the DaemonSet is in its
+// steps, and leaves Git's otherwise.
+func TestHoldNodes(t *testing.T) {
+	ds := func(image, strategy, step string) *unstructured.Unstructured {
+		a := map[string]any{"plimsoll.dev/strategy": "canary"}
+		if step != "" {
+			a["plimsoll.dev/step"] = step
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",
+			"metadata": map[string]any{"name": "agent", "namespace": "team", "annotations": a},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"name": "agent", "image": image}}}}}}}
+		if strategy != "" {
+			_ = unstructured.SetNestedField(u.Object, strategy, "spec", "updateStrategy", "type")
+		}
+		return u
+	}
+	for _, tt := range []struct {
+		name, want string
+		git, live  *unstructured.Unstructured
+	}{
+		{"a new template: held at OnDelete", "OnDelete", ds("agent:2", "", ""), ds("agent:1", "RollingUpdate", "")},
+		{"in its steps: the live strategy", "OnDelete", ds("agent:2", "", ""), ds("agent:2", "OnDelete", "2")},
+		{"given back at the end: the live strategy until the steps are over", "RollingUpdate", ds("agent:2", "", ""), ds("agent:2", "RollingUpdate", "4")},
+		{"at rest: Git's", "", ds("agent:2", "", ""), ds("agent:2", "OnDelete", "")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			steered(tt.git, tt.live, nil)
+			if got, _, _ := unstructured.NestedString(tt.git.Object, "spec", "updateStrategy", "type"); got != tt.want {
+				t.Errorf("update strategy to apply %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -79,6 +79,13 @@ type SetPlan struct {
 	// runs whole); Partition, when set, the partition to write with it.
 	Step      int
 	Partition *int32
+	// UpdateTo is how many of a canary DaemonSet's nodes should run its
+	// template at this step: the controller deletes the pod of one more
+	// node at a time, once every pod is available, until they do.
+	UpdateTo int32
+	// Release asks for a DaemonSet held at OnDelete to be given its
+	// rolling update back: the one from Git.
+	Release bool
 	// RequeueAfter, when positive, is when to plan again although nothing
 	// changes meanwhile (a timed pause running out).
 	RequeueAfter time.Duration
@@ -114,8 +121,11 @@ func PlanSet(o SetObserved) SetPlan {
 		o.Progress.Done = o.Progress.Whole
 	}
 	p := planSet(o)
-	if c != nil && p.Step == 0 && c.Partition != 0 {
-		p.Partition = new(int32)
+	if c != nil && p.Step == 0 {
+		if c.Partition != 0 {
+			p.Partition = new(int32)
+		}
+		p.Release = c.OnDelete
 	}
 	return p
 }

@@ -5,16 +5,23 @@ import (
 	"time"
 )
 
-// SetCanary is what the canary strategy reads of a StatefulSet beside
-// its progress: its steps, its size, the partition it holds, where the
-// revision is, and the commands given.
+// SetCanary is what the canary strategy reads of a StatefulSet or a
+// DaemonSet beside its progress: its steps, its size, what holds its
+// update back (a StatefulSet's partition, a DaemonSet's OnDelete), where
+// the revision is, and the commands given.
 type SetCanary struct {
 	// Steps are the parsed plimsoll.dev/steps.
 	Steps []Step
-	// Replicas is the StatefulSet's count, and Partition the live
+	// Nodes reports a DaemonSet, whose steps are shares of its nodes.
+	Nodes bool
+	// Replicas is a StatefulSet's count, a DaemonSet's nodes that should
+	// run its pod; Partition is a StatefulSet's live
 	// spec.updateStrategy.rollingUpdate.partition: the ordinals from
 	// Partition up run the new template.
 	Replicas, Partition int32
+	// OnDelete reports a DaemonSet held at the OnDelete update strategy:
+	// its nodes take the new template only as plimsoll deletes their pods.
+	OnDelete bool
 	// Step is the recorded step, from 1 (0: none).
 	Step int
 	// Paused holds the revision where it is (the pause command).
@@ -60,6 +67,10 @@ func planSetCanary(o SetObserved, p SetPlan) SetPlan {
 		}
 		p.Since = o.Now
 	}
+	unit := "pods"
+	if c.Nodes {
+		unit = "nodes"
+	}
 	for ; ; k, p.Since = k+1, o.Now {
 		p.Step = k + 1
 		if k >= len(steps) || !steps[k].Pause && steps[k].Weight >= 100 {
@@ -67,12 +78,13 @@ func planSetCanary(o SetObserved, p SetPlan) SetPlan {
 		}
 		weight := weightAt(steps, k)
 		updated := CanaryReplicas(weight, c.Replicas)
-		partition := c.Replicas - updated
-		if c.Partition != partition {
-			p.Partition = &partition
+		reached := o.Progress.Observed && o.Progress.Updated >= updated && o.Progress.Ready >= c.Replicas
+		if c.Nodes {
+			p.UpdateTo = updated
+		} else if partition := c.Replicas - updated; c.Partition != partition {
+			p.Partition, reached = &partition, false
 		}
-		reached := o.Progress.Observed && c.Partition == partition && o.Progress.Updated >= updated && o.Progress.Ready >= c.Replicas
-		where := fmt.Sprintf("canary step %d/%d: %d%% (%d/%d pods updated)", k+1, len(steps), weight, updated, c.Replicas)
+		where := fmt.Sprintf("canary step %d/%d: %d%% (%d/%d %s updated)", k+1, len(steps), weight, updated, c.Replicas, unit)
 		left := o.Deadline - o.Now.Sub(p.Since)
 		switch step := steps[k]; {
 		case !reached && left < 0:
@@ -80,7 +92,7 @@ func planSetCanary(o SetObserved, p SetPlan) SetPlan {
 		case c.Paused:
 			p.Status.Phase, p.Status.Message = PhasePaused, where+"; paused"
 		case !reached:
-			p.Status.Phase, p.Status.Message = PhaseProgressing, fmt.Sprintf("canary step %d/%d: going to %d%% (%d/%d pods)", k+1, len(steps), weight, updated, c.Replicas)
+			p.Status.Phase, p.Status.Message = PhaseProgressing, fmt.Sprintf("canary step %d/%d: going to %d%% (%d/%d %s)", k+1, len(steps), weight, updated, c.Replicas, unit)
 			p.RequeueAfter = left + time.Second
 		case step.Pause && step.Duration == 0:
 			p.Status.Phase, p.Status.Message = PhasePaused, where+"; waiting for promote"
@@ -95,14 +107,16 @@ func planSetCanary(o SetObserved, p SetPlan) SetPlan {
 	}
 }
 
-// planSetPromoted plans the end of a StatefulSet's canary steps:
-// partition 0, every ordinal updated, and Healthy once every pod runs the
-// template and is Ready. The pause command holds it before.
+// planSetPromoted plans the end of a canary's steps: a StatefulSet's
+// partition 0, a DaemonSet's rolling update given back (which updates the
+// other nodes by Git's maxUnavailable and maxSurge), and Healthy once
+// every pod runs the template and is Ready. The pause command holds it
+// before.
 func planSetPromoted(o SetObserved, p SetPlan) SetPlan {
 	c := o.Canary
 	revision := describeRevision(p.Status.Revision, p.Status.Commit)
 	switch {
-	case o.Progress.Observed && o.Progress.Whole && c.Partition == 0:
+	case o.Progress.Observed && o.Progress.Whole && c.Partition == 0 && !c.OnDelete:
 		p.Status.Phase, p.Status.StableHash, p.Step = PhaseHealthy, o.Hash, 0
 		p.Status.Message = fmt.Sprintf("%d/%d updated and Ready", o.Progress.Ready, o.Progress.Desired)
 		return p
@@ -113,6 +127,7 @@ func planSetPromoted(o SetObserved, p SetPlan) SetPlan {
 	if c.Partition != 0 {
 		p.Partition = new(int32)
 	}
+	p.Release = c.OnDelete
 	left := o.Deadline - o.Now.Sub(p.Since)
 	if left < 0 {
 		return planSetStepFailure(o, p, fmt.Sprintf("not every pod updated and Ready within its deadline of %s (%s)", o.Deadline, progressText(o.Progress)))
@@ -127,8 +142,9 @@ func planSetPromoted(o SetObserved, p SetPlan) SetPlan {
 // partition it reached until an abort.
 func planSetStepFailure(o SetObserved, p SetPlan, reason string) SetPlan {
 	p = planSetFailure(o, p, reason)
+	p.UpdateTo = 0
 	if !p.Rollback {
-		p.Partition = nil // what runs stays as it is
+		p.Partition, p.Release = nil, false // what runs stays as it is
 	}
 	p.RequeueAfter = 0
 	return p

@@ -135,3 +135,75 @@ func TestPlanSetCanary(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanDaemonSetCanary plans a DaemonSet on 3 nodes rolled by canary,
+// steps "33%, pause, 100%", by table: the nodes to update at each step,
+// the rolling update given back at the end, and the rollback.
+func TestPlanDaemonSetCanary(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	steps, err := ParseSteps("33%, pause, 100%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy := Status{Phase: PhaseHealthy, Revision: 1, Hash: "aaa", StableHash: "aaa"}
+	rolling := Status{Phase: PhaseProgressing, Revision: 2, Hash: "bbb", StableHash: "aaa"}
+	progress := func(updated, ready int32) SetProgress {
+		done := updated == 3 && ready == 3
+		return SetProgress{Observed: true, Desired: 3, Updated: updated, Ready: ready, Done: done, Whole: done}
+	}
+	canary := func(onDelete bool, step int, f ...func(*SetCanary)) *SetCanary {
+		c := &SetCanary{Steps: steps, Nodes: true, Replicas: 3, OnDelete: onDelete, Step: step}
+		for _, f := range f {
+			f(c)
+		}
+		return c
+	}
+	minute := now.Add(-time.Minute)
+	for _, c := range []struct {
+		name     string
+		o        SetObserved
+		phase    Phase
+		hash     string
+		step     int
+		updateTo int32
+		release  bool
+		rollback bool
+		message  string
+	}{
+		{name: "a new template, held at OnDelete: one node of 3",
+			o:     SetObserved{Hash: "bbb", Recorded: healthy, Since: now.Add(-time.Hour), Progress: progress(0, 3), Canary: canary(true, 0)},
+			phase: PhaseProgressing, hash: "bbb", step: 1, updateTo: 1, message: "canary step 1/3: going to 33% (1/3 nodes)"},
+		{name: "one node updated and every pod available: waiting for promote",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: minute, Progress: progress(1, 3), Canary: canary(true, 1)},
+			phase: PhasePaused, hash: "bbb", step: 2, updateTo: 1, message: "canary step 2/3: 33% (1/3 nodes updated); waiting for promote"},
+		{name: "promoted: the rolling update given back",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: minute, Progress: progress(1, 3), Canary: canary(true, 2, func(c *SetCanary) { c.Promote = true })},
+			phase: PhaseProgressing, hash: "bbb", step: 3, release: true, message: "promoted; updating every pod"},
+		{name: "every node updated under the rolling update: Healthy",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: minute, Progress: progress(3, 3), Canary: canary(false, 3)},
+			phase: PhaseHealthy, hash: "bbb", step: 0, message: "3/3 updated and Ready"},
+		{name: "every node updated, still held: the rolling update given back first",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: minute, Progress: progress(3, 3), Canary: canary(true, 3)},
+			phase: PhaseProgressing, hash: "bbb", step: 3, release: true},
+		{name: "step 1 past its deadline: rolled back on the node it reached, the rolling update given back",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: now.Add(-11 * time.Minute), Progress: progress(1, 2), Canary: canary(true, 1)},
+			phase: PhaseDegraded, hash: "aaa", step: 0, release: true, rollback: true, message: "step 1/3 not reached within its deadline"},
+		{name: "aborted at the pause: rolled back, the rolling update given back",
+			o:     SetObserved{Hash: "bbb", Recorded: rolling, Since: minute, Progress: progress(1, 3), Canary: canary(true, 2, func(c *SetCanary) { c.Abort = true })},
+			phase: PhaseDegraded, hash: "aaa", step: 0, release: true, rollback: true, message: "aborted by a command"},
+		{name: "Healthy, held at OnDelete by hand: given back",
+			o:     SetObserved{Hash: "aaa", Recorded: healthy, Since: minute, Progress: progress(3, 3), Canary: canary(true, 0)},
+			phase: PhaseHealthy, hash: "aaa", step: 0, release: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.o
+			o.Kind, o.Now, o.Deadline, o.StableKept, o.AutoRollback = "DaemonSet", now, DefaultSetDeadline, true, true
+			p := PlanSet(o)
+			if p.Status.Phase != c.phase || p.Status.Hash != c.hash || p.Step != c.step || p.UpdateTo != c.updateTo || p.Release != c.release ||
+				p.Rollback != c.rollback || p.Partition != nil || !strings.Contains(p.Status.Message, c.message) {
+				t.Errorf("PlanSet = %+v step %d updateTo %d release %v rollback %v partition %v;\nwant phase %s hash %s step %d updateTo %d release %v rollback %v message %q",
+					p.Status, p.Step, p.UpdateTo, p.Release, p.Rollback, p.Partition, c.phase, c.hash, c.step, c.updateTo, c.release, c.rollback, c.message)
+			}
+		})
+	}
+}

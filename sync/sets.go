@@ -37,8 +37,8 @@ func checkSetStrategies(objs []manifest.Object) error {
 				Field:  fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationStrategy),
 				Reason: fmt.Sprintf("%s %s/%s cannot be rolled out blue-green: %s", gvk.Kind, obj.Obj.GetNamespace(), obj.Obj.GetName(), why)})
 		}
-		if gvk.Kind == "StatefulSet" && a[contract.AnnotationStrategy] == contract.StrategyCanary {
-			errs = append(errs, checkCanaryStatefulSet(obj)...)
+		if a[contract.AnnotationStrategy] == contract.StrategyCanary {
+			errs = append(errs, checkCanarySet(obj)...)
 		}
 		if v, ok := a[contract.AnnotationProgressDeadline]; ok {
 			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
@@ -51,23 +51,26 @@ func checkSetStrategies(objs []manifest.Object) error {
 	return errors.Join(errs...)
 }
 
-// checkCanaryStatefulSet refuses a StatefulSet rolled by canary whose
-// steps do not read, or whose update strategy leaves plimsoll no
-// partition to steer: OnDelete, or a partition of Git's own.
-func checkCanaryStatefulSet(obj manifest.Object) []error {
+// checkCanarySet refuses a StatefulSet or a DaemonSet rolled by canary
+// whose steps do not read, or whose update strategy leaves plimsoll
+// nothing to steer: OnDelete, or a StatefulSet's partition of Git's own.
+func checkCanarySet(obj manifest.Object) []error {
 	var errs []error
-	name := obj.Obj.GetNamespace() + "/" + obj.Obj.GetName()
+	kind, name := obj.Obj.GetKind(), obj.Obj.GetNamespace()+"/"+obj.Obj.GetName()
 	if v, ok := obj.Obj.GetAnnotations()[contract.AnnotationSteps]; ok {
 		if _, err := strategies.ParseSteps(v); err != nil {
 			errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: fmt.Sprintf("metadata.annotations[%q]", contract.AnnotationSteps), Reason: err.Error()})
 		}
 	}
-	kind, _, _ := unstructured.NestedString(obj.Obj.Object, "spec", "updateStrategy", "type")
-	if kind == "OnDelete" {
-		errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: "spec.updateStrategy.type",
-			Reason: fmt.Sprintf("StatefulSet %s is rolled out by canary, which updates its ordinals by their partition: OnDelete has none; use RollingUpdate", name)})
+	how := "updates its ordinals by their partition: OnDelete has none"
+	if kind == "DaemonSet" {
+		how = "holds its nodes at OnDelete itself, step by step, and gives Git's rolling update back at the end"
 	}
-	if _, set, _ := unstructured.NestedFieldNoCopy(obj.Obj.Object, "spec", "updateStrategy", "rollingUpdate", "partition"); set {
+	if t, _, _ := unstructured.NestedString(obj.Obj.Object, "spec", "updateStrategy", "type"); t == "OnDelete" {
+		errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: "spec.updateStrategy.type",
+			Reason: fmt.Sprintf("%s %s is rolled out by canary, which %s; use RollingUpdate", kind, name, how)})
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(obj.Obj.Object, "spec", "updateStrategy", "rollingUpdate", "partition"); set && kind == "StatefulSet" {
 		errs = append(errs, &manifest.Error{Origin: obj.Origin, Field: "spec.updateStrategy.rollingUpdate.partition",
 			Reason: fmt.Sprintf("StatefulSet %s is rolled out by canary, which sets its partition step by step; remove the partition from Git", name)})
 	}

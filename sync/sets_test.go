@@ -42,11 +42,12 @@ func TestCheckSetStrategies(t *testing.T) {
 	}
 }
 
-// TestCheckCanaryStatefulSet refuses a canary StatefulSet whose steps do
-// not read, whose update strategy is OnDelete, or whose partition Git
-// sets, naming the file, the document and the field; a canary
-// StatefulSet with steps and a RollingUpdate of its own passes.
-func TestCheckCanaryStatefulSet(t *testing.T) {
+// TestCheckCanarySet refuses a canary StatefulSet whose steps do not
+// read, whose update strategy is OnDelete, or whose partition Git sets,
+// and a canary DaemonSet at OnDelete, naming the file, the document and
+// the field; a canary StatefulSet with steps and a RollingUpdate of its
+// own passes.
+func TestCheckCanarySet(t *testing.T) {
 	obj := func(doc int, annotations map[string]string, strategy map[string]any) manifest.Object {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
 			"metadata": map[string]any{"namespace": "team", "name": "db"}, "spec": map[string]any{"updateStrategy": strategy}}}
@@ -59,15 +60,19 @@ func TestCheckCanaryStatefulSet(t *testing.T) {
 	if err := checkSetStrategies([]manifest.Object{ok}); err != nil {
 		t.Fatalf("a canary StatefulSet with steps: %v", err)
 	}
+	agent := obj(5, nil, map[string]any{"type": "OnDelete"})
+	agent.Obj.SetKind("DaemonSet")
 	err := checkSetStrategies([]manifest.Object{
 		obj(2, map[string]string{"plimsoll.dev/steps": "25%, pauze"}, nil),
 		obj(3, nil, map[string]any{"type": "OnDelete"}),
 		obj(4, nil, map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"partition": int64(2)}}),
+		agent,
 	})
 	for _, want := range []string{
 		`db.yaml, document 2: field metadata.annotations["plimsoll.dev/steps"]: step 2 "pauze"`,
 		`db.yaml, document 3: field spec.updateStrategy.type: StatefulSet team/db is rolled out by canary, which updates its ordinals by their partition: OnDelete has none`,
 		`db.yaml, document 4: field spec.updateStrategy.rollingUpdate.partition: StatefulSet team/db is rolled out by canary, which sets its partition step by step`,
+		`db.yaml, document 5: field spec.updateStrategy.type: DaemonSet team/db is rolled out by canary, which holds its nodes at OnDelete itself`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v; want %q", err, want)

@@ -107,7 +107,7 @@ func applies(w Workload, cmd string) error {
 		}
 	case contract.CommandPause:
 		if w.Kind != "" && !progressive {
-			return fmt.Errorf("pause applies to a StatefulSet rolled out by canary; %s %s is %s, and its own controller updates it", w.Kind, w.Name, w.Strategy)
+			return fmt.Errorf("pause applies to a StatefulSet or a DaemonSet rolled out by canary; %s %s is %s, and its own controller updates it", w.Kind, w.Name, w.Strategy)
 		}
 	default:
 		return fmt.Errorf("unknown command %q (want promote, abort, retry, pause or resume)", cmd)

@@ -37,7 +37,7 @@ func TestApplies(t *testing.T) {
 		{healthy, contract.CommandRetry, "nothing to retry"},
 		{healthy, contract.CommandResume, "nothing to resume: api is Healthy, not Paused"},
 		{healthy, "restart", `unknown command "restart"`},
-		{agent, contract.CommandPause, "pause applies to a StatefulSet rolled out by canary; DaemonSet agent is rolling"},
+		{agent, contract.CommandPause, "pause applies to a StatefulSet or a DaemonSet rolled out by canary; DaemonSet agent is rolling"},
 		{db, contract.CommandPause, ""},
 	}
 	for _, tt := range tests {

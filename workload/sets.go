@@ -23,7 +23,7 @@ const (
 
 // listSets reads the StatefulSets and DaemonSets of namespace ns that
 // selector selects as workloads: their own annotations are their status
-// and strategy (rolling, or canary for a StatefulSet). One the reader may
+// and strategy (rolling or canary). One the reader may
 // not list is left out, as a kind it cannot see.
 func listSets(ctx context.Context, client kubernetes.Interface, ns, selector string) ([]Workload, error) {
 	opts := metav1.ListOptions{LabelSelector: selector}
@@ -53,7 +53,7 @@ func listSets(ctx context.Context, client kubernetes.Interface, ns, selector str
 func describeSet(kind string, obj metav1.Object) Workload {
 	st, _ := strategies.ReadStatus(obj.GetAnnotations())
 	strategy := contract.StrategyRolling
-	if kind == KindStatefulSet && obj.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
+	if obj.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
 		strategy = contract.StrategyCanary
 	}
 	return Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Strategy: strategy,
