@@ -341,8 +341,8 @@ func claimedStatefulSet(image, class string) string {
 // TestStatefulSetKeepsClaims: a StatefulSet whose pods hold claims
 // (bound to volumes provisioned statically, as a cluster without a
 // provisioner does) keeps each ordinal's claim through a failed revision
-// and its rollback: the same claims, bound to the same volumes, mounted
-// by the ordinals' new pods.
+// and its rollback, and through a canary by partition: the same claims,
+// bound to the same volumes, mounted by the ordinals' new pods.
 func TestStatefulSetKeepsClaims(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
@@ -382,10 +382,29 @@ func TestStatefulSetKeepsClaims(t *testing.T) {
 		return setPhaseIs(2, "Degraded")(sts) && strings.Contains(sts.Annotations["plimsoll.dev/message"], "rolled back to template")
 	})
 	waitForStatefulSetPods(t, s.ns, 3)
-	if after := claims(t, s.ns); !maps.Equal(after, before) {
-		t.Errorf("claims after the rollback %v, want the same %v", after, before)
+	checkClaims(t, s.ns, "after the rollback", before)
+
+	t.Log("a canary by partition: db-2 first, then the others, each on its claim")
+	canary := strings.Replace(claimedStatefulSet("registry.example/db:v2", class), "annotations: {",
+		`annotations: {plimsoll.dev/strategy: canary, plimsoll.dev/steps: "33%, pause, 100%", `, 1)
+	s.repo.Commit("db v2 by canary", map[string]string{"db.yaml": canary})
+	sts := waitForSet(t, s.ns, "revision 3 at step 2", stepIs(3, 2, "Paused"))
+	checkOrdinals(t, s.ns, sts, sts.Status.CurrentRevision, 2)
+	checkClaims(t, s.ns, "at the canary's first step", before)
+	promote(t, s, "moved on from step 2/3")
+	waitForSet(t, s.ns, "revision 3 Healthy", setPhaseIs(3, "Healthy"))
+	waitForStatefulSetPods(t, s.ns, 3)
+	checkClaims(t, s.ns, "after the canary", before)
+}
+
+// checkClaims checks that the claims of ns are still want, and that each
+// pod of StatefulSet db mounts its ordinal's.
+func checkClaims(t *testing.T, ns, when string, want map[string]string) {
+	t.Helper()
+	if got := claims(t, ns); !maps.Equal(got, want) {
+		t.Errorf("claims %s %v, want the same %v", when, got, want)
 	}
-	pods, err := suite.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	pods, err := suite.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=db"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +413,7 @@ func TestStatefulSetKeepsClaims(t *testing.T) {
 			return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "data-"+p.Name
 		})
 		if !mounted {
-			t.Errorf("pod %s does not mount its claim data-%s", p.Name, p.Name)
+			t.Errorf("pod %s does not mount its claim data-%s %s", p.Name, p.Name, when)
 		}
 	}
 }
