@@ -32,7 +32,7 @@ func listSets(ctx context.Context, client kubernetes.Interface, ns, selector str
 	switch {
 	case err == nil:
 		for i := range sts.Items {
-			out = append(out, describeSet(KindStatefulSet, &sts.Items[i]))
+			out = append(out, DescribeSet(KindStatefulSet, &sts.Items[i]))
 		}
 	case !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("list the StatefulSets: %w", err)
@@ -41,7 +41,7 @@ func listSets(ctx context.Context, client kubernetes.Interface, ns, selector str
 	switch {
 	case err == nil:
 		for i := range ds.Items {
-			out = append(out, describeSet(KindDaemonSet, &ds.Items[i]))
+			out = append(out, DescribeSet(KindDaemonSet, &ds.Items[i]))
 		}
 	case !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("list the DaemonSets: %w", err)
@@ -49,8 +49,10 @@ func listSets(ctx context.Context, client kubernetes.Interface, ns, selector str
 	return out, nil
 }
 
-// describeSet makes a Workload of a StatefulSet or a DaemonSet.
-func describeSet(kind string, obj metav1.Object) Workload {
+// DescribeSet makes a Workload of a StatefulSet or a DaemonSet (kind is
+// KindStatefulSet or KindDaemonSet) from its annotations. It reads only
+// the object given, so a cache's copy will do.
+func DescribeSet(kind string, obj metav1.Object) Workload {
 	st, _ := strategies.ReadStatus(obj.GetAnnotations())
 	strategy := contract.StrategyRolling
 	if obj.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
@@ -82,14 +84,14 @@ func named(ws []Workload, names []string) []Workload {
 func getSet(ctx context.Context, client kubernetes.Interface, ns, name string) (Workload, error) {
 	sts, err := client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err == nil && sts.Labels[contract.LabelSync] != "" {
-		return describeSet(KindStatefulSet, sts), nil
+		return DescribeSet(KindStatefulSet, sts), nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Workload{}, fmt.Errorf("read StatefulSet %s: %w", name, err)
 	}
 	ds, err := client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err == nil && ds.Labels[contract.LabelSync] != "" {
-		return describeSet(KindDaemonSet, ds), nil
+		return DescribeSet(KindDaemonSet, ds), nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Workload{}, fmt.Errorf("read DaemonSet %s: %w", name, err)

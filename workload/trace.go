@@ -3,6 +3,7 @@ package workload
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,8 +24,11 @@ import (
 type Trace struct {
 	Workload    Workload          `json:"workload"`
 	Deployments []TraceDeployment `json:"deployments"`
-	Pods        []TracePod        `json:"pods"`
-	Services    []TraceService    `json:"services"`
+	// Set is the StatefulSet or the DaemonSet of such a workload, nil for
+	// a workload of Deployments.
+	Set      *TraceSet      `json:"set,omitempty"`
+	Pods     []TracePod     `json:"pods"`
+	Services []TraceService `json:"services"`
 }
 
 // TraceDeployment is one Deployment of a workload with its ReplicaSets.
@@ -57,6 +61,10 @@ type TracePod struct {
 	Deleting bool `json:"deleting"`
 	// ReplicaSet is the ReplicaSet that owns the pod, "" for none.
 	ReplicaSet string `json:"replicaSet,omitempty"`
+	// Revision is a StatefulSet's or a DaemonSet's pod's
+	// controller-revision-hash, and Node the node it runs on.
+	Revision string `json:"revision,omitempty"`
+	Node     string `json:"node,omitempty"`
 }
 
 // missingService is the selector a trace shows for a Service that does not
@@ -73,10 +81,16 @@ type TraceService struct {
 
 // ReadTrace reads workload name of namespace ns as `plimsoll trace` shows
 // it: its Deployments, their ReplicaSets, its pods, and the Services its
-// annotations name, each list sorted by name. An error wraps ErrNotFound
-// when the workload has no Deployment.
+// annotations name, each list sorted by name; or its StatefulSet or
+// DaemonSet and their pods (see NewSetTrace). An error wraps ErrNotFound
+// when the workload has none of them.
 func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string) (Trace, error) {
 	w, err := Get(ctx, client, ns, name)
+	if errors.Is(err, ErrNotFound) {
+		if w, err = getSet(ctx, client, ns, name); err == nil {
+			return readSetTrace(ctx, client, w)
+		}
+	}
 	if err != nil {
 		return Trace{}, err
 	}

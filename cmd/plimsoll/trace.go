@@ -87,6 +87,9 @@ func traceLine(tr workload.Trace) string {
 	for _, d := range tr.Deployments {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", d.Name, d.Ready, d.Desired))
 	}
+	if s := tr.Set; s != nil {
+		parts = append(parts, fmt.Sprintf("%s %s %d/%d, %d updated%s", s.Kind, s.Name, s.Ready, s.Desired, s.Updated, held(s)))
+	}
 	for _, s := range tr.Services {
 		parts = append(parts, fmt.Sprintf("Service %s %d ready%s", s.Name, len(s.ReadyPods), byDeployment(s.ReadyPods, tr.Deployments)))
 	}
@@ -120,24 +123,11 @@ func printTrace(out io.Writer, tr workload.Trace) {
 	w := tr.Workload
 	fmt.Fprintf(out, "%s/%s  %s  revision %d  %s  (%s)\n  %s\n\n", w.Namespace, w.Name, w.Strategy, w.Revision, w.Phase,
 		time.Now().Format(time.TimeOnly), w.Message)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEPLOYMENT\tROLE\tDESIRED\tREADY\tUPDATED\tAVAILABLE")
-	for _, d := range tr.Deployments {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", d.Name, orDash(d.Role), d.Desired, d.Ready, d.Updated, d.Available)
-		for _, rs := range d.ReplicaSets {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t\t\n", rs.Name, rs.Image, rs.Desired, rs.Ready)
-		}
+	if tr.Set != nil {
+		printSetTrace(out, tr)
+	} else {
+		printDeploymentsTrace(out, tr)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "POD\tREADY\tSERVING\tIMAGE\t\t")
-	for _, p := range tr.Pods {
-		state := yesNo(p.Ready)
-		if p.Deleting {
-			state = "terminating"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\n", p.Name, state, yesNo(p.Serving), p.Image)
-	}
-	_ = tw.Flush()
 	if r := w.Analysis; r != nil && r.Hash != "" {
 		fmt.Fprintf(out, "\nAnalysis %s of template %s: %s\n", r.Stage, r.Hash, r.Verdict)
 		for _, m := range r.Metrics {
@@ -157,4 +147,57 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printDeploymentsTrace draws a workload's Deployments, their ReplicaSets
+// and its pods.
+func printDeploymentsTrace(out io.Writer, tr workload.Trace) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEPLOYMENT\tROLE\tDESIRED\tREADY\tUPDATED\tAVAILABLE")
+	for _, d := range tr.Deployments {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", d.Name, orDash(d.Role), d.Desired, d.Ready, d.Updated, d.Available)
+		for _, rs := range d.ReplicaSets {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t\t\n", rs.Name, rs.Image, rs.Desired, rs.Ready)
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "POD\tREADY\tSERVING\tIMAGE\t\t")
+	for _, p := range tr.Pods {
+		state := yesNo(p.Ready)
+		if p.Deleting {
+			state = "terminating"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\n", p.Name, state, yesNo(p.Serving), p.Image)
+	}
+	_ = tw.Flush()
+}
+
+// printSetTrace draws a StatefulSet or a DaemonSet and its pods, each
+// with its revision and node.
+func printSetTrace(out io.Writer, tr workload.Trace) {
+	s := tr.Set
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(s.Kind)+"\tDESIRED\tREADY\tUPDATED\tAVAILABLE\tUPDATE STRATEGY")
+	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%s\n", s.Name, s.Desired, s.Ready, s.Updated, s.Available, s.UpdateStrategy, held(s))
+	if s.UpdateRevision != "" {
+		fmt.Fprintf(tw, "  revisions: current %s, update %s\t\t\t\t\t\n", s.CurrentRevision, s.UpdateRevision)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "POD\tREADY\tREVISION\tNODE\tIMAGE\t")
+	for _, p := range tr.Pods {
+		state := yesNo(p.Ready)
+		if p.Deleting {
+			state = "terminating"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", p.Name, state, p.Revision, orDash(p.Node), p.Image)
+	}
+	_ = tw.Flush()
+}
+
+// held says what holds a set's update back: a StatefulSet's partition.
+func held(s *workload.TraceSet) string {
+	if s.Partition > 0 {
+		return fmt.Sprintf(" (partition %d)", s.Partition)
+	}
+	return ""
 }

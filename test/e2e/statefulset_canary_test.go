@@ -46,7 +46,7 @@ spec:
 // revision (25%: db-3; 50%: db-2 and db-3), a pause waits for promote,
 // and the Service's ready endpoints never fall below 3 (one pod down at
 // a time). An abort puts the template back and replaces the updated
-// ordinal; an image that never becomes Ready fails its first step at
+// ordinal, and `plimsoll trace --until-done` ends non-zero on it; an image that never becomes Ready fails its first step at
 // the deadline, rolled back, its pod replaced without a person.
 func TestStatefulSetCanary(t *testing.T) {
 	parallel(t)
@@ -95,6 +95,11 @@ func TestStatefulSetCanary(t *testing.T) {
 	checkOrdinals(t, s.ns, sts, v2, 0)
 	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "registry.example/db:v2" {
 		t.Errorf("StatefulSet db runs %s after the abort, want v2", img)
+	}
+	out, code := runPlimsoll(t, append([]string{"trace", "db", "--until-done"}, s.cliFlags()...)...)
+	if code == 0 || !strings.Contains(out, "db canary revision 3 Degraded | StatefulSet db 4/4, 4 updated | Service db 4 ready") ||
+		!strings.Contains(out, "rollout of db ended Degraded") {
+		t.Errorf("plimsoll trace db --until-done: exit %d, want non-zero with the StatefulSet's line:\n%s", code, out)
 	}
 
 	t.Log("5. an image that never becomes Ready: step 1 fails at its deadline, rolled back, db-3 replaced")
