@@ -122,3 +122,68 @@ func TestStableTemplate(t *testing.T) {
 		t.Errorf("stableTemplate of another owner's revision = %v, %v; want none", got, err)
 	}
 }
+
+// TestUpdateNodes deletes, for a canary DaemonSet held at OnDelete, the
+// pod of the first node by name that runs an old revision, one node at a
+// time: nothing while a pod is not Ready or once enough nodes run the
+// template.
+func TestUpdateNodes(t *testing.T) {
+	yes := true
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "agent", UID: "ds-uid", Generation: 2,
+		Annotations: map[string]string{"plimsoll.dev/strategy": "canary"}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, NumberAvailable: 3}}
+	revision := func(name string, n int64) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+			Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: name},
+			OwnerReferences: []metav1.OwnerReference{{UID: "ds-uid", Controller: &yes}}}, Revision: n}
+	}
+	pod := func(node, revision string, ready bool) *corev1.Pod {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "agent-" + node, UID: types.UID(node),
+			Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: revision},
+			OwnerReferences: []metav1.OwnerReference{{UID: "ds-uid", Controller: &yes, Kind: "DaemonSet", Name: "agent"}}},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+	}
+	for _, tt := range []struct {
+		name string
+		pods []runtime.Object
+		to   int32
+		left []string
+	}{
+		{"every node old: the first by name", []runtime.Object{pod("node-b", "old", true), pod("node-a", "old", true), pod("node-c", "old", true)}, 1,
+			[]string{"agent-node-b", "agent-node-c"}},
+		{"a new pod not Ready yet: nothing", []runtime.Object{pod("node-a", "new", false), pod("node-b", "old", true), pod("node-c", "old", true)}, 2,
+			[]string{"agent-node-a", "agent-node-b", "agent-node-c"}},
+		{"enough nodes run it: nothing", []runtime.Object{pod("node-a", "new", true), pod("node-b", "old", true), pod("node-c", "old", true)}, 1,
+			[]string{"agent-node-a", "agent-node-b", "agent-node-c"}},
+		{"one more node: the next by name", []runtime.Object{pod("node-a", "new", true), pod("node-c", "old", true), pod("node-b", "old", true)}, 2,
+			[]string{"agent-node-a", "agent-node-c"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(append([]runtime.Object{ds, revision("old", 1), revision("new", 2)}, tt.pods...)...)
+			c := New(Config{Client: client})
+			s := daemonSetOf(ds)
+			s.progress.Updated = 0
+			if err := c.updateNodes(context.Background(), client, s, tt.to); err != nil {
+				t.Fatal(err)
+			}
+			left, err := client.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range left.Items {
+				names = append(names, p.Name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tt.left) {
+				t.Errorf("pods left %v, want %v", names, tt.left)
+			}
+		})
+	}
+}

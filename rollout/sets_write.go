@@ -58,6 +58,7 @@ func (c *Controller) writeSetStatus(ctx context.Context, s *set, plan strategies
 		return fmt.Errorf("write the status of %s %s/%s: %w", s.kind, s.meta.GetNamespace(), s.meta.GetName(), err)
 	}
 	if cmd.Name != "" {
+		c.metrics.command(cmd.Name)
 		c.events.Event(ctx, s.obj, corev1.EventTypeNormal, ReasonCommand, fmt.Sprintf("%s: %s", cmd.Name, cmd.Describe(plan.Acted)))
 	}
 	c.reportSet(ctx, s, plan)
