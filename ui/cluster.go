@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"plimsoll.dev/plimsoll/contract"
+	"plimsoll.dev/plimsoll/workload"
 )
 
 // kind is one kind of object the view reads, through one informer per
@@ -37,6 +39,9 @@ const (
 	kindAnalyses
 	kindSyncEvents
 	kindRolloutEvents
+	kindStatefulSets
+	kindDaemonSets
+	kindSetPods
 	numKinds
 )
 
@@ -81,6 +86,23 @@ var sources = [numKinds]source{
 	kindAnalyses:      {resource: "configmaps", what: "analyses (ConfigMaps)", labels: contract.LabelAnalysis, informer: configMaps},
 	kindSyncEvents:    {resource: "events", what: "Events", fields: "source=" + syncComponent, index: byInvolved, informer: events},
 	kindRolloutEvents: {resource: "events", what: "Events", fields: "source=" + rolloutComponent, index: byInvolved, informer: events},
+	// StatefulSets and DaemonSets carry no workload label: those a sync
+	// applied are its workloads, as `plimsoll status` lists them.
+	kindStatefulSets: {group: "apps", resource: "statefulsets", what: "StatefulSets", labels: contract.LabelSync,
+		informer: func(c kubernetes.Interface, ns string, ix cache.Indexers, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredStatefulSetInformer(c, ns, 0, ix, tweak)
+		}},
+	kindDaemonSets: {group: "apps", resource: "daemonsets", what: "DaemonSets", labels: contract.LabelSync,
+		informer: func(c kubernetes.Interface, ns string, ix cache.Indexers, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredDaemonSetInformer(c, ns, 0, ix, tweak)
+		}},
+	// The pods of sets carry no workload label either, but their
+	// controllers label each with its revision, which a Deployment's pods
+	// never have: the pods of every set, not of every workload, are held.
+	kindSetPods: {resource: "pods", what: "pods", labels: appsv1.ControllerRevisionHashLabelKey, index: byController,
+		informer: func(c kubernetes.Interface, ns string, ix cache.Indexers, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(c, ns, 0, ix, tweak)
+		}},
 }
 
 func configMaps(c kubernetes.Interface, ns string, ix cache.Indexers, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
@@ -110,6 +132,19 @@ func byService(obj any) string {
 		return ""
 	}
 	return m.GetNamespace() + "/" + m.GetLabels()[discoveryv1.LabelServiceName]
+}
+
+// byController indexes an object by the UID of its controller: a set's
+// pods by their set.
+func byController(obj any) string {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		return string(ref.UID)
+	}
+	return ""
 }
 
 // byInvolved indexes an Event by namespace/name of the object it is about.
@@ -245,6 +280,10 @@ func (v *view) handler(k kind) cache.ResourceEventHandler {
 		case !v.recording.Load():
 		case k == kindDeployments:
 			v.recordWorkload(m.GetNamespace(), m.GetLabels()[contract.LabelWorkload])
+		case k == kindStatefulSets:
+			v.recordSet(workload.KindStatefulSet, m.GetNamespace(), m.GetName())
+		case k == kindDaemonSets:
+			v.recordSet(workload.KindDaemonSet, m.GetNamespace(), m.GetName())
 		case k == kindEndpointSlices:
 			v.recordEndpoints(m.GetNamespace(), m.GetLabels()[discoveryv1.LabelServiceName])
 		case k == kindServices && deleted:
@@ -280,7 +319,8 @@ func list[T any](v *view, k kind, ns string) []T {
 }
 
 // indexed returns the cached objects of kind k whose index key is key
-// (namespace/name of a workload, Service or Event subject), typed.
+// (namespace/name of a workload, Service or Event subject, the UID of a
+// set), typed.
 func indexed[T any](v *view, k kind, key string) []T {
 	var out []T
 	for _, inf := range v.informers[k] {

@@ -136,7 +136,7 @@ func (s *Server) detailModel(v *view, ns, name string) (detailPage, bool) {
 	}
 	page := detailPage{W: w, Commit: commitLink(repo, w.Commit)}
 	if primary != nil {
-		page.Step = stepLabel(primary)
+		page.Step = stepLabel(primary.Annotations)
 	}
 	switch w.Strategy {
 	case contract.StrategyCanary:
@@ -158,7 +158,7 @@ func (s *Server) detailModel(v *view, ns, name string) (detailPage, bool) {
 	page.Runs = s.runsOf(v, w, primary, runs)
 	var events []eventLine
 	for _, d := range deploys {
-		events = append(events, eventsAbout(v, kindRolloutEvents, ns, d.Name, recentWorkloadEvents, repo)...)
+		events = append(events, eventsAbout(v, kindRolloutEvents, "Deployment", ns, d.Name, recentWorkloadEvents, repo)...)
 	}
 	slices.SortFunc(events, func(a, b eventLine) int { return b.At.Compare(a.At) })
 	page.Events = events[:min(len(events), recentWorkloadEvents)]

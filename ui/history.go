@@ -118,6 +118,11 @@ func (v *view) recordAll() {
 			v.recordWorkload(d.Namespace, d.Labels[contract.LabelWorkload])
 		}
 	}
+	for _, sk := range setKinds {
+		for _, obj := range list[metav1.Object](v, sk.cache, metav1.NamespaceAll) {
+			v.recordSet(sk.name, obj.GetNamespace(), obj.GetName())
+		}
+	}
 }
 
 // recordWorkload notes the status and the analysis run of workload

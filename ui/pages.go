@@ -93,8 +93,11 @@ type workloadGroup struct {
 // workloadRow is one workload in the list.
 type workloadRow struct {
 	workload.Workload
-	Commit link
-	Path   string
+	// KindName is the kind of its objects: Deployment, StatefulSet or
+	// DaemonSet.
+	KindName string
+	Commit   link
+	Path     string
 	// Step is "step 2/5" for a canary between its steps, "" else.
 	Step string
 }
@@ -127,7 +130,7 @@ func (s *Server) syncsModel(v *view) syncsPage {
 				}
 			}
 		}
-		card.Recent = eventsAbout(v, kindSyncEvents, cm.Namespace, cm.Name, recentSyncEvents, repo)
+		card.Recent = eventsAbout(v, kindSyncEvents, "", cm.Namespace, cm.Name, recentSyncEvents, repo)
 		out.Syncs = append(out.Syncs, card)
 	}
 	slices.SortFunc(out.Syncs, func(a, b syncCard) int {
@@ -139,7 +142,7 @@ func (s *Server) syncsModel(v *view) syncsPage {
 // workloadsModel builds the workloads page from the caches: a group per
 // sync and namespace, sorted, the workloads of no sync last.
 func (s *Server) workloadsModel(v *view) workloadsPage {
-	out := workloadsPage{Reads: v.reads(kindDeployments)}
+	out := workloadsPage{Reads: v.reads(kindDeployments) || v.reads(kindStatefulSets) || v.reads(kindDaemonSets)}
 	groups := map[[2]string]*workloadGroup{}
 	for _, w := range s.workloads(v) {
 		key := [2]string{w.Sync, w.Namespace}
@@ -148,10 +151,10 @@ func (s *Server) workloadsModel(v *view) workloadsPage {
 			g = &workloadGroup{Sync: w.Sync, Namespace: w.Namespace}
 			groups[key] = g
 		}
-		row := workloadRow{Workload: w, Commit: commitLink(s.cfg.Repos[w.Sync], w.Commit), Path: workloadPath(w.Namespace, w.Name)}
+		row := workloadRow{Workload: w, KindName: cmp.Or(w.Kind, "Deployment"), Commit: commitLink(s.cfg.Repos[w.Sync], w.Commit), Path: pathOf(w)}
 		if w.Strategy == contract.StrategyCanary && w.Phase != contract.PhaseHealthy {
-			if d, ok := get[*appsv1.Deployment](v, kindDeployments, w.Namespace, w.Primary); ok {
-				row.Step = stepLabel(d)
+			if a, ok := statusAnnotations(v, w); ok {
+				row.Step = stepLabel(a)
 			}
 		}
 		g.Rows = append(g.Rows, row)
@@ -173,8 +176,9 @@ func lastIfEmpty(s string) string {
 	return s
 }
 
-// workloads describes every workload of the caches, sorted by namespace
-// and name, as workload.List does from the API.
+// workloads describes every workload of the caches, its Deployments' and
+// the StatefulSets and DaemonSets a sync applied, sorted by namespace,
+// name and kind, as workload.List does from the API.
 func (s *Server) workloads(v *view) []workload.Workload {
 	groups := map[[2]string][]*appsv1.Deployment{}
 	for _, d := range list[*appsv1.Deployment](v, kindDeployments, metav1.NamespaceAll) {
@@ -187,32 +191,39 @@ func (s *Server) workloads(v *view) []workload.Workload {
 			out = append(out, w)
 		}
 	}
+	out = append(out, setWorkloads(v)...)
 	slices.SortFunc(out, func(a, b workload.Workload) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out
 }
 
-// stepLabel is "step 2/5" for a canary Deployment d at step 2 of 5, ""
-// when it records no step.
-func stepLabel(d *appsv1.Deployment) string {
-	step := d.Annotations[contract.AnnotationStep]
+// stepLabel is "step 2/5" for a canary at step 2 of 5, "" when it
+// records no step; annotations are those of the object that carries its
+// status (its stable Deployment, or the set).
+func stepLabel(annotations map[string]string) string {
+	step := annotations[contract.AnnotationStep]
 	if step == "" {
 		return ""
 	}
-	steps, err := strategies.ParseSteps(cmp.Or(d.Annotations[contract.AnnotationSteps], strategies.DefaultSteps))
+	steps, err := strategies.ParseSteps(cmp.Or(annotations[contract.AnnotationSteps], strategies.DefaultSteps))
 	if err != nil {
 		return "step " + step
 	}
 	return "step " + step + "/" + strconv.Itoa(len(steps))
 }
 
-// eventsAbout is the newest Events of kind k about object ns/name, at
-// most n, newest first; the commits they name link to repo's pages.
-func eventsAbout(v *view, k kind, ns, name string, n int, repo string) []eventLine {
+// eventsAbout is the newest Events of kind k about object ns/name of
+// kind involved ("" for any), at most n, newest first; the commits they
+// name link to repo's pages. A Deployment and a StatefulSet may share a
+// name: an Event that names its object's kind counts for that kind only.
+func eventsAbout(v *view, k kind, involved, ns, name string, n int, repo string) []eventLine {
 	events := indexed[*corev1.Event](v, k, ns+"/"+name)
 	out := make([]eventLine, 0, len(events))
 	for _, e := range events {
+		if involved != "" && e.InvolvedObject.Kind != "" && e.InvolvedObject.Kind != involved {
+			continue
+		}
 		line := eventLine{At: eventTime(e), Warning: e.Type == corev1.EventTypeWarning, Reason: e.Reason, Message: e.Message, Count: e.Count}
 		if m := eventCommit.FindStringSubmatch(e.Message); m != nil {
 			line.Commit = commitLink(repo, m[1])

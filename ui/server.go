@@ -141,6 +141,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /workloads", s.servePage)
 	mux.HandleFunc("GET /workloads/{ns}/{name}", s.servePage)
+	for _, sk := range setKinds {
+		mux.HandleFunc("GET /"+sk.route+"/{ns}/{name}", s.servePage)
+	}
 	mux.HandleFunc("GET /live/{page...}", s.serveLive)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	return guard(s.cfg.Hosts, mux)
@@ -250,6 +253,16 @@ func (s *Server) page(v *view, path string) (page, bool) {
 			return page{}, false
 		}
 		p.Title, p.Nav, p.Template, p.Main = parts[1]+"/"+parts[2], "workloads", "workload", d
+	case len(parts) == 3:
+		sk, ok := setKindAt(parts[0])
+		if !ok {
+			return page{}, false
+		}
+		d, ok := s.setModel(v, sk, parts[1], parts[2])
+		if !ok {
+			return page{}, false
+		}
+		p.Title, p.Nav, p.Template, p.Main = sk.name+" "+parts[1]+"/"+parts[2], "workloads", "set", d
 	default:
 		return page{}, false
 	}
@@ -260,7 +273,10 @@ func (s *Server) page(v *view, path string) (page, bool) {
 // metav1.NamespaceAll for the lists.
 func namespaceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) == 3 && parts[0] == "workloads" {
+	if len(parts) != 3 {
+		return metav1.NamespaceAll
+	}
+	if _, ok := setKindAt(parts[0]); ok || parts[0] == "workloads" {
 		return parts[1]
 	}
 	return metav1.NamespaceAll

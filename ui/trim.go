@@ -11,12 +11,14 @@ import (
 
 // trim is the transform of every informer of the view: the caches keep of
 // an object only what a page shows or a history records, so that they
-// stay small beside the daemon's own (a pod keeps its metadata, its first
-// image and its Ready condition; an EndpointSlice its endpoints' pod and
-// readiness), and nothing the view must never show is ever held: of a
-// ConfigMap labelled by a sync, only a sync record keeps its data, and of
-// that only the inventory, which names objects; an analysis keeps its
-// document, which is in Git. Every object loses its managed fields.
+// stay small beside the daemon's own (a pod keeps its metadata but its
+// annotations, its first image, its node and its Ready condition; a
+// Deployment, StatefulSet or DaemonSet its template's images; an
+// EndpointSlice its endpoints' pod and readiness), and nothing the view
+// must never show is ever held: of a ConfigMap labelled by a sync, only a
+// sync record keeps its data, and of that only the inventory, which names
+// objects; an analysis keeps its document, which is in Git. Every object
+// loses its managed fields.
 //
 // The informers call it on fresh objects and again on a re-list: it
 // changes them in place, and trimming twice is trimming once.
@@ -27,12 +29,24 @@ func trim(obj any) (any, error) {
 		if len(o.Spec.Containers) > 0 {
 			image = o.Spec.Containers[0].Image
 		}
-		o.Spec = corev1.PodSpec{}
+		// The node is a set's pod's: a DaemonSet rolls out by its nodes.
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
 		if image != "" {
 			o.Spec.Containers = []corev1.Container{{Image: image}}
 		}
 		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: readyCondition(o.Status.Conditions)}
+		// No page reads a pod's annotations, and the pods of sets include
+		// those of every DaemonSet of the cluster's own (CNI, proxies),
+		// which carry many.
+		o.Annotations = nil
 	case *appsv1.Deployment:
+		o.Spec.Template.Spec = trimPodSpec(o.Spec.Template.Spec)
+		o.Status.Conditions = nil
+	case *appsv1.StatefulSet:
+		o.Spec.Template.Spec = trimPodSpec(o.Spec.Template.Spec)
+		o.Spec.VolumeClaimTemplates = nil
+		o.Status.Conditions = nil
+	case *appsv1.DaemonSet:
 		o.Spec.Template.Spec = trimPodSpec(o.Spec.Template.Spec)
 		o.Status.Conditions = nil
 	case *appsv1.ReplicaSet:

@@ -60,3 +60,34 @@ func TestTrim(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimSets keeps of a StatefulSet and a DaemonSet their status and
+// their template's images (no environment, no claim templates), and of a
+// set's pod its node but no annotation.
+func TestTrimSets(t *testing.T) {
+	env := []corev1.EnvVar{{Name: "TOKEN", Value: "s3cret"}}
+	containers := []corev1.Container{{Name: "db", Image: "db:v1", Env: env}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Annotations: map[string]string{contract.AnnotationPhase: "Healthy"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "plimsoll"}}}}
+	sts.Spec.Template.Spec.Containers = containers
+	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	sts.Status.Conditions = []appsv1.StatefulSetCondition{{Type: "x"}}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}
+	ds.Spec.Template.Spec.Containers = containers
+	_, _ = trim(sts)
+	_, _ = trim(ds)
+	for name, spec := range map[string]corev1.PodSpec{"StatefulSet": sts.Spec.Template.Spec, "DaemonSet": ds.Spec.Template.Spec} {
+		if c := spec.Containers; len(c) != 1 || c[0].Image != "db:v1" || c[0].Env != nil {
+			t.Errorf("%s containers %+v, want the image alone", name, c)
+		}
+	}
+	if sts.Spec.VolumeClaimTemplates != nil || sts.Status.Conditions != nil || sts.ManagedFields != nil || sts.Annotations[contract.AnnotationPhase] != "Healthy" {
+		t.Errorf("StatefulSet %+v: want its status and nothing else", sts)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"note": "s3cret"}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: containers}}
+	_, _ = trim(pod)
+	if pod.Spec.NodeName != "node-a" || pod.Annotations != nil || pod.Spec.Containers[0].Env != nil {
+		t.Errorf("pod %+v: want its node and image, no annotation", pod)
+	}
+}

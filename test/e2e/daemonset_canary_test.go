@@ -41,12 +41,17 @@ spec:
 // canary: the first node by name alone takes the new template, held at
 // OnDelete, until promote; then Git's rolling update takes the others. A
 // broken revision fails its first step at the deadline and is rolled back
-// on the one node it reached; the other nodes' pods never restart.
+// on the one node it reached; the other nodes' pods never restart. The
+// web view lists it, and its page shows its nodes and its hold.
 func TestDaemonSetCanary(t *testing.T) {
 	parallel(t)
 	s := newSyncTarget(t)
 	s.repo.Commit("agent v1", canaryDaemonSet("registry.example/agent:v1"))
-	kit.StartDaemon(t, s, "--interval", "1s")
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit.StartDaemon(t, s, "--interval", "1s", "--ui-listen", addr, "--watch-namespace", s.ns)
 	waitForDaemonSet(t, s.ns, "revision 1 Healthy", daemonSetPhaseIs(1, "Healthy"))
 	before := agentPods(t, s.ns)
 	nodes := slices.Sorted(maps.Keys(before))
@@ -66,6 +71,11 @@ func TestDaemonSetCanary(t *testing.T) {
 		t.Errorf("message %q, want one node of 3 waiting for promote", msg)
 	}
 	v1 := checkNodes(t, s.ns, map[string]bool{nodes[0]: true})
+	var list, page string
+	waitFor(t, "the web view showing the DaemonSet at step 2, its nodes and its hold", func(context.Context) (bool, error) {
+		list, page = httpGet(t, "http://"+addr+"/workloads", nil), httpGet(t, "http://"+addr+"/daemonsets/"+s.ns+"/agent", nil)
+		return containsAll(list, "DaemonSet", "agent", "Paused") && containsAll(page, nodes[0], nodes[1], nodes[2], "OnDelete", "waiting for promote"), nil
+	})
 	for _, node := range nodes[1:] {
 		if v1[node] != before[node] {
 			t.Errorf("node %s: pod %s, was %s; want it untouched", node, v1[node], before[node])
@@ -134,4 +144,14 @@ func checkNodes(t *testing.T, ns string, updated map[string]bool) map[string]typ
 	})
 	t.Logf("nodes on the newest revision: %v", got)
 	return pods
+}
+
+// containsAll reports whether s contains each of subs.
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
