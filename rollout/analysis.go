@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plimsoll.dev/plimsoll/analysis"
@@ -50,6 +51,15 @@ func (c *Controller) judge(ctx context.Context, primary *appsv1.Deployment, anno
 	for _, name := range names {
 		cm, err := v.analyses.ConfigMaps(primary.Namespace).Get(name)
 		if err != nil {
+			// The cache may not hold it yet: the commit that names it
+			// applied it a moment ago, and under load the watch lags the
+			// workload's reconcile. The API server decides.
+			cm, err = c.client.CoreV1().ConfigMaps(primary.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+				return j, fmt.Errorf("read analysis %s: %w", name, err)
+			}
+		}
+		if err != nil || !hasLabel(cm, contract.LabelAnalysis) {
 			return j, &inputError{fmt.Sprintf("analysis %s: no ConfigMap %s labelled %s in namespace %s", name, name, contract.LabelAnalysis, primary.Namespace)}
 		}
 		t, err := analysis.Parse(cm)
@@ -162,4 +172,10 @@ func setRun(d *appsv1.Deployment, run *strategies.AnalysisRun) {
 		return
 	}
 	delete(d.Annotations, contract.AnnotationAnalysisRun)
+}
+
+// hasLabel reports whether obj carries label key, whatever its value.
+func hasLabel(obj metav1.Object, key string) bool {
+	_, ok := obj.GetLabels()[key]
+	return ok
 }
