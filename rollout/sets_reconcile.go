@@ -276,11 +276,10 @@ func (s *set) owns(obj metav1.Object) bool {
 	return ref != nil && ref.UID == s.meta.GetUID()
 }
 
-// podReady reports whether pod p is Ready.
+// podReady reports whether pod p is Ready (see strategies.PodReadiness).
 func podReady(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-	})
+	ready, _ := strategies.PodReadiness(p)
+	return ready
 }
 
 // updateNodes deletes the pod of one more node of a canary DaemonSet held

@@ -29,14 +29,29 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 	case gvk.Group == "autoscaling" && gvk.Kind == "HorizontalPodAutoscaler":
 		keepScaleTarget(want, live, blueGreen)
 	case gvk.Group == "apps" && (gvk.Kind == kindStatefulSet || gvk.Kind == kindDaemonSet):
-		keepRolledBack(want, live)
-		if want.GetAnnotations()[contract.AnnotationStrategy] == contract.StrategyCanary {
-			if gvk.Kind == kindStatefulSet {
-				holdPartition(want, live)
-			} else {
-				holdNodes(want, live)
-			}
-		}
+		keepSet(want, live, gvk.Kind)
+	}
+}
+
+// keepSet keeps what the controller steers of a StatefulSet or a
+// DaemonSet (see keepRolledBack, holdPartition, holdNodes), with each
+// template hashed once.
+func keepSet(want, live *unstructured.Unstructured, kind string) {
+	wantHash, ok := podtemplate.HashOf(want.Object)
+	liveHash, liveOK := podtemplate.HashOf(live.Object)
+	if !ok || !liveOK {
+		return
+	}
+	if keepRolledBack(want, live, wantHash) {
+		wantHash = liveHash
+	}
+	if want.GetAnnotations()[contract.AnnotationStrategy] != contract.StrategyCanary {
+		return
+	}
+	if kind == kindStatefulSet {
+		holdPartition(want, live, wantHash != liveHash)
+	} else {
+		holdNodes(want, live, wantHash != liveHash)
 	}
 }
 
@@ -44,16 +59,15 @@ func steered(want, live *unstructured.Unstructured, blueGreen map[types.Namespac
 // controller lowers it step by step (see strategies.PlanSetCanary). A new
 // template goes out with a partition of its whole count, in the same
 // write, so that the StatefulSet controller updates no ordinal before the
-// first step asks; otherwise the live partition is kept. Left to Git's
-// (none), the apply would put it back to 0 and update every ordinal at
-// once.
-func holdPartition(want, live *unstructured.Unstructured) {
+// first step asks (newTemplate); otherwise the live partition is kept.
+// Left to Git's (none), the apply would put it back to 0 and update every
+// ordinal at once.
+func holdPartition(want, live *unstructured.Unstructured, newTemplate bool) {
 	partition, found, err := unstructured.NestedInt64(live.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
 	if err != nil || !found {
 		partition = 0
 	}
-	wantHash, _ := podtemplate.HashOf(want.Object)
-	if liveHash, _ := podtemplate.HashOf(live.Object); wantHash != liveHash {
+	if newTemplate {
 		replicas, found, _ := unstructured.NestedInt64(want.Object, "spec", "replicas")
 		if !found {
 			replicas, found, _ = unstructured.NestedInt64(live.Object, "spec", "replicas")
@@ -70,14 +84,15 @@ func holdPartition(want, live *unstructured.Unstructured) {
 // it runs live when Git's is the one that failed there
 // (plimsoll.dev/failed-hash): the controller rolled it back, and applied
 // again at every sync it would fail again. A new template in Git goes
-// out.
-func keepRolledBack(want, live *unstructured.Unstructured) {
+// out. It reports whether it kept the live template; wantHash is Git's.
+func keepRolledBack(want, live *unstructured.Unstructured, wantHash string) bool {
 	failed := live.GetAnnotations()[contract.AnnotationFailedHash]
 	liveTemplate, liveFound, _ := unstructured.NestedMap(live.Object, "spec", "template")
-	if _, hash, ok := setTemplate(want); !ok || !liveFound || failed == "" || hash != failed {
-		return
+	if !liveFound || failed == "" || wantHash != failed {
+		return false
 	}
 	_ = unstructured.SetNestedMap(want.Object, liveTemplate, "spec", "template")
+	return true
 }
 
 // setTemplate is the kind and template hash of obj when it is a
@@ -94,14 +109,12 @@ func setTemplate(obj *unstructured.Unstructured) (kind, hash string, ok bool) {
 // holdNodes sets the update strategy of a desired canary DaemonSet: a
 // new template goes out with OnDelete, in the same write, so that no
 // node takes it until the controller deletes its pod (see
-// strategies.SetCanary); while the live object is in its steps
+// strategies.SetCanary) when the template is new; while the live object is in its steps
 // (plimsoll.dev/step) its live strategy is kept, which the controller
 // gives back at the end; otherwise Git's goes out.
-func holdNodes(want, live *unstructured.Unstructured) {
-	wantHash, _ := podtemplate.HashOf(want.Object)
-	liveHash, _ := podtemplate.HashOf(live.Object)
+func holdNodes(want, live *unstructured.Unstructured, newTemplate bool) {
 	switch {
-	case wantHash != liveHash:
+	case newTemplate:
 		_ = unstructured.SetNestedMap(want.Object, map[string]any{"type": "OnDelete"}, "spec", "updateStrategy")
 	case live.GetAnnotations()[contract.AnnotationStep] != "":
 		if strategy, found, _ := unstructured.NestedMap(live.Object, "spec", "updateStrategy"); found {

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,10 +37,7 @@ const (
 // failed revision, resume of a workload not paused, pause of a set that
 // is not rolled by canary.
 func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd string) (string, error) {
-	w, err := Get(ctx, client, ns, name)
-	if errors.Is(err, ErrNotFound) {
-		w, err = getSet(ctx, client, ns, name)
-	}
+	w, err := find(ctx, client, ns, name)
 	if err != nil {
 		return "", err
 	}
@@ -74,10 +70,7 @@ func SendCommand(ctx context.Context, client kubernetes.Interface, ns, name, cmd
 		return "", fmt.Errorf("the controller did not act on %s within %s (is the daemon running?); the command stays on %s %s", cmd, commandTimeout, w.kindName(), w.Primary)
 	}
 	if said == "" {
-		now, err := Get(ctx, client, ns, name)
-		if errors.Is(err, ErrNotFound) {
-			now, err = getSet(ctx, client, ns, name)
-		}
+		now, err := find(ctx, client, ns, name)
 		if err != nil {
 			return "", err
 		}

@@ -3,6 +3,7 @@ package workload
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -76,6 +77,16 @@ func (w Workload) key() string {
 // named keeps the workloads whose name is one of names.
 func named(ws []Workload, names []string) []Workload {
 	return slices.DeleteFunc(ws, func(w Workload) bool { return !slices.Contains(names, w.Name) })
+}
+
+// find reads workload name of namespace ns: its Deployments' (see Get),
+// else its StatefulSet's or DaemonSet's (see getSet).
+func find(ctx context.Context, client kubernetes.Interface, ns, name string) (Workload, error) {
+	w, err := Get(ctx, client, ns, name)
+	if errors.Is(err, ErrNotFound) {
+		return getSet(ctx, client, ns, name)
+	}
+	return w, err
 }
 
 // getSet reads the StatefulSet or, failing that, the DaemonSet name of

@@ -3,7 +3,6 @@ package workload
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,14 +84,12 @@ type TraceService struct {
 // DaemonSet and their pods (see NewSetTrace). An error wraps ErrNotFound
 // when the workload has none of them.
 func ReadTrace(ctx context.Context, client kubernetes.Interface, ns, name string) (Trace, error) {
-	w, err := Get(ctx, client, ns, name)
-	if errors.Is(err, ErrNotFound) {
-		if w, err = getSet(ctx, client, ns, name); err == nil {
-			return readSetTrace(ctx, client, w)
-		}
-	}
+	w, err := find(ctx, client, ns, name)
 	if err != nil {
 		return Trace{}, err
+	}
+	if w.Kind != "" {
+		return readSetTrace(ctx, client, w)
 	}
 	selector := metav1.ListOptions{LabelSelector: contract.LabelWorkload + "=" + name}
 	deploys, err := client.AppsV1().Deployments(ns).List(ctx, selector)
